@@ -1,0 +1,84 @@
+"""`BertTransformerBlock`: one post-LayerNorm encoder layer of BERT."""
+
+import keras
+import tensorflow as tf
+
+from bert_tf.layers.activations import get_activation
+from bert_tf.layers.self_attention import BertSelfAttention
+
+
+@keras.saving.register_keras_serializable(package="bert_tf")
+class BertTransformerBlock(keras.layers.Layer):
+    """Self-attention and a feed-forward network, each followed by dropout, a residual
+    connection and LayerNorm (BERT normalises *after* the residual: "post-LN").
+
+    Under mixed precision the residual stream stays float32: LayerNorm outputs float32, the
+    matmuls run in the compute dtype, and each branch is cast back before the residual sum.
+    Sub-layer names follow Google's checkpoint (`attention/output/dense`, `intermediate/dense`...).
+
+    Example:
+        >>> block = BertTransformerBlock(hidden_size=8, num_heads=2, intermediate_size=32)
+        >>> block(tf.random.normal([2, 5, 8]), tf.ones([2, 5], tf.int32)).shape
+        TensorShape([2, 5, 8])
+    """
+
+    def __init__(self, hidden_size, num_heads, intermediate_size, activation="gelu",
+                 hidden_dropout_rate=0.0, attention_dropout_rate=0.0, initializer_range=0.02,
+                 layer_norm_eps=1e-12, **kwargs):
+        super().__init__(**kwargs)
+        self.hidden_size = hidden_size
+        self.num_heads = num_heads
+        self.intermediate_size = intermediate_size
+        self.activation = activation
+        self.hidden_dropout_rate = hidden_dropout_rate
+        self.attention_dropout_rate = attention_dropout_rate
+        self.initializer_range = initializer_range
+        self.layer_norm_eps = layer_norm_eps
+        initializer = keras.initializers.TruncatedNormal(stddev=initializer_range)
+        policy = self.dtype_policy
+        self.attention = BertSelfAttention(hidden_size, num_heads, attention_dropout_rate,
+                                           initializer_range, dtype=policy, name="attention")
+        self.attention_output = keras.layers.Dense(
+            hidden_size, kernel_initializer=initializer, dtype=policy, name="attention_output")
+        self.attention_layer_norm = keras.layers.LayerNormalization(
+            epsilon=layer_norm_eps, dtype="float32", name="attention_layer_norm")
+        self.intermediate = keras.layers.Dense(
+            intermediate_size, kernel_initializer=initializer, dtype=policy, name="intermediate")
+        self.output_dense = keras.layers.Dense(
+            hidden_size, kernel_initializer=initializer, dtype=policy, name="output_dense")
+        self.output_layer_norm = keras.layers.LayerNormalization(
+            epsilon=layer_norm_eps, dtype="float32", name="output_layer_norm")
+        self.dropout = keras.layers.Dropout(hidden_dropout_rate, dtype=policy, name="dropout")
+        self._activation_fn = get_activation(activation)
+
+    def build(self, input_shape):
+        hidden_shape = (None, None, self.hidden_size)
+        self.attention.build(hidden_shape)
+        self.attention_output.build(hidden_shape)
+        self.attention_layer_norm.build(hidden_shape)
+        self.intermediate.build(hidden_shape)
+        self.output_dense.build((None, None, self.intermediate_size))
+        self.output_layer_norm.build(hidden_shape)
+        self.built = True
+
+    def call(self, hidden_states, input_mask, training=None):
+        residual = tf.cast(hidden_states, tf.float32)
+        attended = self.attention(hidden_states, input_mask, training=training)
+        attended = self.dropout(self.attention_output(attended), training=training)
+        hidden = self.attention_layer_norm(residual + tf.cast(attended, tf.float32))
+        inner = self._activation_fn(self.intermediate(hidden))
+        output = self.dropout(self.output_dense(inner), training=training)
+        return self.output_layer_norm(hidden + tf.cast(output, tf.float32))
+
+    def compute_output_shape(self, input_shape):
+        return input_shape
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(hidden_size=self.hidden_size, num_heads=self.num_heads,
+                      intermediate_size=self.intermediate_size, activation=self.activation,
+                      hidden_dropout_rate=self.hidden_dropout_rate,
+                      attention_dropout_rate=self.attention_dropout_rate,
+                      initializer_range=self.initializer_range,
+                      layer_norm_eps=self.layer_norm_eps)
+        return config

@@ -1,0 +1,82 @@
+"""`BertEncoder`: the BERT network, dict in and dict out."""
+
+import keras
+import tensorflow as tf
+
+from bert_tf.config import BertConfig
+from bert_tf.layers.embeddings import BertEmbeddings
+from bert_tf.layers.transformer_block import BertTransformerBlock
+
+INPUT_KEYS = ("input_word_ids", "input_mask", "input_type_ids")
+
+
+@keras.saving.register_keras_serializable(package="bert_tf")
+class BertEncoder(keras.Model):
+    """BERT's encoder as a Keras 3 functional model.
+
+    Inputs: a dict of int32 `[batch, seq]` tensors `input_word_ids`, `input_mask` (1 for real
+    tokens, 0 for padding) and `input_type_ids` (segment ids). Any `seq` up to
+    `config.max_position_embeddings` works.
+
+    Outputs: a dict with `sequence_output [batch, seq, hidden]` (the last layer),
+    `pooled_output [batch, hidden]` (tanh dense on the `[CLS]` position, what next-sentence
+    prediction and sentence classification read) and `encoder_outputs`, the list of every
+    layer's `[batch, seq, hidden]` output (the paper's feature-based approach concatenates the
+    last four). Outputs are float32 under every dtype policy.
+
+    Example:
+        >>> encoder = BertEncoder(BertConfig.from_name("bert_tiny"))
+        >>> ids = tf.constant([[101, 7592, 102, 0]])
+        >>> out = encoder({"input_word_ids": ids, "input_mask": tf.sign(ids),
+        ...                "input_type_ids": tf.zeros_like(ids)})
+        >>> out["pooled_output"].shape
+        TensorShape([1, 128])
+    """
+
+    def __init__(self, config, dtype=None, **kwargs):
+        if isinstance(config, dict):
+            config = BertConfig.from_dict(config)
+        policy = keras.dtype_policies.get(dtype) if dtype else keras.config.dtype_policy()
+        initializer = keras.initializers.TruncatedNormal(stddev=config.initializer_range)
+
+        embeddings = BertEmbeddings(
+            vocab_size=config.vocab_size, hidden_size=config.hidden_size,
+            max_position_embeddings=config.max_position_embeddings,
+            type_vocab_size=config.type_vocab_size, initializer_range=config.initializer_range,
+            layer_norm_eps=config.layer_norm_eps, dropout_rate=config.hidden_dropout_prob,
+            dtype=policy, name="embeddings")
+        blocks = [
+            BertTransformerBlock(
+                hidden_size=config.hidden_size, num_heads=config.num_attention_heads,
+                intermediate_size=config.intermediate_size, activation=config.hidden_act,
+                hidden_dropout_rate=config.hidden_dropout_prob,
+                attention_dropout_rate=config.attention_probs_dropout_prob,
+                initializer_range=config.initializer_range, layer_norm_eps=config.layer_norm_eps,
+                dtype=policy, name=f"layer_{i}")
+            for i in range(config.num_hidden_layers)]
+        pooler = keras.layers.Dense(config.hidden_size, activation="tanh",
+                                    kernel_initializer=initializer, dtype=policy, name="pooler")
+
+        inputs = {key: keras.Input(shape=(None,), dtype="int32", name=key) for key in INPUT_KEYS}
+        hidden = embeddings(inputs["input_word_ids"], inputs["input_type_ids"])
+        encoder_outputs = []
+        for block in blocks:
+            hidden = block(hidden, inputs["input_mask"])
+            encoder_outputs.append(hidden)
+        pooled = keras.ops.cast(pooler(hidden[:, 0, :]), "float32")
+        outputs = {"sequence_output": hidden, "pooled_output": pooled,
+                   "encoder_outputs": encoder_outputs}
+        super().__init__(inputs=inputs, outputs=outputs, **kwargs)
+
+        self.config = config
+        self.embeddings = embeddings
+        self.transformer_blocks = blocks
+        self.pooler = pooler
+
+    def get_config(self):
+        return {"name": self.name, "trainable": self.trainable, "config": self.config.to_dict(),
+                "dtype": keras.dtype_policies.serialize(self.dtype_policy)}
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**config)

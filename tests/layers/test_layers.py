@@ -1,0 +1,51 @@
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from bert_tf.layers.activations import get_activation
+from bert_tf.layers.embeddings import BertEmbeddings
+from bert_tf.layers.self_attention import BertSelfAttention
+from bert_tf.layers.transformer_block import BertTransformerBlock
+from tests.harness import check_layer
+
+
+def test_embeddings_layer():
+    ids = tf.constant([[5, 6, 7, 0], [1, 2, 0, 0]])
+    check_layer(BertEmbeddings, dict(vocab_size=10, hidden_size=8, max_position_embeddings=6),
+                call_args=(ids, tf.zeros_like(ids)), expected_shape=(2, 4, 8))
+
+
+def test_self_attention_layer():
+    check_layer(BertSelfAttention, dict(hidden_size=8, num_heads=2),
+                call_args=(tf.random.normal([2, 5, 8]), tf.constant([[1] * 5, [1, 1, 1, 0, 0]])),
+                expected_shape=(2, 5, 8))
+
+
+def test_transformer_block_layer():
+    check_layer(BertTransformerBlock, dict(hidden_size=8, num_heads=2, intermediate_size=16),
+                call_args=(tf.random.normal([2, 5, 8]), tf.ones([2, 5], tf.int32)),
+                expected_shape=(2, 5, 8))
+
+
+def test_attention_ignores_masked_positions():
+    layer = BertSelfAttention(hidden_size=8, num_heads=2)
+    x = tf.random.normal([1, 5, 8])
+    mask = tf.constant([[1, 1, 1, 0, 0]])
+    perturbed = tf.concat([x[:, :3], tf.random.normal([1, 2, 8]) * 100.0], axis=1)
+    np.testing.assert_allclose(layer(x, mask)[:, :3], layer(perturbed, mask)[:, :3], atol=1e-5)
+
+
+def test_embeddings_reject_sequences_longer_than_the_position_table():
+    layer = BertEmbeddings(vocab_size=10, hidden_size=8, max_position_embeddings=4)
+    ids = tf.zeros([1, 5], tf.int32)
+    with pytest.raises(ValueError, match="Sequence length 5 exceeds max_position_embeddings 4"):
+        layer(ids, ids)
+
+
+def test_gelu_is_the_exact_erf_form():
+    x = np.linspace(-4, 4, 17).astype(np.float32)
+    erf = np.vectorize(__import__("math").erf)
+    expected = 0.5 * x * (1.0 + erf(x / np.sqrt(2.0)))
+    np.testing.assert_allclose(get_activation("gelu")(tf.constant(x)), expected, atol=1e-6)
+    with pytest.raises(ValueError, match="Unknown activation 'gelu2'"):
+        get_activation("gelu2")

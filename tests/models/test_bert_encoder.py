@@ -1,0 +1,111 @@
+import os
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from bert_tf import BertConfig, BertEncoder
+from tests.harness import assert_outputs_close
+from tests.models.numpy_bert import numpy_bert_forward, numpy_weights
+
+SMALL = BertConfig(vocab_size=50, hidden_size=32, num_hidden_layers=3, num_attention_heads=4,
+                   intermediate_size=64, max_position_embeddings=24, layer_norm_eps=1e-7)
+
+
+def make_inputs(batch, seq, seed=0, vocab=50):
+    rng = np.random.default_rng(seed)
+    ids = rng.integers(1, vocab, size=(batch, seq)).astype(np.int32)
+    lengths = rng.integers(1, seq + 1, size=batch)
+    lengths[0] = seq
+    mask = (np.arange(seq)[None] < lengths[:, None]).astype(np.int32)
+    type_ids = ((np.arange(seq)[None] >= lengths[:, None] // 2) * mask).astype(np.int32)
+    return {"input_word_ids": tf.constant(ids * mask), "input_mask": tf.constant(mask),
+            "input_type_ids": tf.constant(type_ids)}
+
+
+@pytest.fixture(scope="module")
+def encoder():
+    keras.utils.set_random_seed(1)
+    return BertEncoder(SMALL)
+
+
+def test_output_dict_and_shapes(encoder):
+    outputs = encoder(make_inputs(3, 7))
+    assert set(outputs) == {"sequence_output", "pooled_output", "encoder_outputs"}
+    assert outputs["sequence_output"].shape == (3, 7, 32)
+    assert outputs["pooled_output"].shape == (3, 32)
+    assert [o.shape for o in outputs["encoder_outputs"]] == [(3, 7, 32)] * 3
+    np.testing.assert_array_equal(outputs["encoder_outputs"][-1], outputs["sequence_output"])
+
+
+def test_matches_an_independent_numpy_bert(encoder):
+    inputs = make_inputs(4, 11, seed=3)
+    expected = numpy_bert_forward(numpy_weights(encoder), SMALL, *(
+        inputs[k].numpy() for k in ("input_word_ids", "input_mask", "input_type_ids")))
+    assert_outputs_close(encoder(inputs), expected, atol=2e-5)
+
+
+def test_padding_does_not_change_real_token_outputs(encoder):
+    inputs = make_inputs(1, 6, seed=5)
+    padded = {k: tf.pad(v, [[0, 0], [0, 5]]) for k, v in inputs.items()}
+    short, long = encoder(inputs), encoder(padded)
+    np.testing.assert_allclose(long["sequence_output"][:, :6], short["sequence_output"], atol=1e-5)
+    np.testing.assert_allclose(long["pooled_output"], short["pooled_output"], atol=1e-5)
+
+
+@pytest.mark.parametrize("seq", [1, 5, 24])
+def test_eager_graph_and_xla_agree_at_any_length(encoder, seq):
+    inputs = make_inputs(2, seq, seed=seq)
+    eager = encoder(inputs)
+    graph = tf.function(encoder)(inputs)
+    xla = tf.function(encoder, jit_compile=True)(inputs)
+    assert_outputs_close(graph, eager, atol=1e-5)
+    assert_outputs_close(xla, eager, atol=1e-5)
+
+
+def test_too_long_input_is_a_clear_error(encoder):
+    with pytest.raises(ValueError, match="exceeds max_position_embeddings 24"):
+        encoder(make_inputs(1, 25))
+    dynamic = tf.function(encoder, input_signature=[{
+        k: tf.TensorSpec([None, None], tf.int32) for k in
+        ("input_word_ids", "input_mask", "input_type_ids")}])
+    with pytest.raises(tf.errors.InvalidArgumentError, match="exceeds max_position_embeddings"):
+        dynamic(make_inputs(1, 25))
+
+
+def test_keras_file_round_trip(encoder, tmp_path):
+    path = os.path.join(tmp_path, "encoder.keras")
+    encoder.save(path)
+    restored = keras.models.load_model(path)
+    assert isinstance(restored, BertEncoder) and restored.config == SMALL
+    inputs = make_inputs(2, 9)
+    assert_outputs_close(restored(inputs), encoder(inputs), atol=0)
+
+
+def test_config_dict_accepted_and_get_config_round_trips(encoder):
+    clone = BertEncoder.from_config(encoder.get_config())
+    assert clone.config == SMALL and len(clone.weights) == len(encoder.weights)
+
+
+def test_mixed_bfloat16_keeps_layer_norm_and_softmax_float32(encoder):
+    mixed = BertEncoder(SMALL, dtype="mixed_bfloat16")
+    mixed.set_weights(encoder.get_weights())
+    block = mixed.transformer_blocks[0]
+    assert block.intermediate.compute_dtype == "bfloat16"
+    assert block.attention_layer_norm.compute_dtype == "float32"
+    assert mixed.embeddings.layer_norm.compute_dtype == "float32"
+    inputs = make_inputs(4, 16, seed=7)
+    low, full = mixed(inputs), encoder(inputs)
+    assert low["pooled_output"].dtype == tf.float32
+    a, b = low["pooled_output"].numpy(), full["pooled_output"].numpy()
+    cosine = (a * b).sum(-1) / np.linalg.norm(a, axis=-1) / np.linalg.norm(b, axis=-1)
+    assert cosine.min() > 0.999, cosine
+
+
+def test_dropout_is_active_only_in_training(encoder):
+    inputs = make_inputs(2, 8)
+    a = encoder(inputs, training=True)["sequence_output"]
+    b = encoder(inputs, training=True)["sequence_output"]
+    assert not np.allclose(a, b)
+    assert_outputs_close(encoder(inputs, training=False), encoder(inputs))

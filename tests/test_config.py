@@ -1,0 +1,90 @@
+import json
+import os
+
+import pytest
+
+from bert_tf import BertConfig
+from tests.resources import REPO_ROOT
+
+CONFIG_DIR = os.path.join(REPO_ROOT, "official_configs")
+
+
+def test_bert_base_matches_the_paper():
+    config = BertConfig.from_name("bert_base")
+    assert (config.num_hidden_layers, config.hidden_size, config.num_attention_heads,
+            config.intermediate_size, config.vocab_size) == (12, 768, 12, 3072, 30522)
+    assert config.hidden_act == "gelu" and config.layer_norm_eps == 1e-12
+
+
+def test_bert_large_matches_the_paper():
+    config = BertConfig.from_name("bert_large")
+    assert (config.num_hidden_layers, config.hidden_size, config.num_attention_heads,
+            config.intermediate_size) == (24, 1024, 16, 4096)
+
+
+@pytest.mark.parametrize("layers", [2, 4, 6, 8, 10, 12])
+@pytest.mark.parametrize("hidden", [128, 256, 512, 768])
+def test_compact_models_follow_the_rule(layers, hidden):
+    config = BertConfig.from_json_file(os.path.join(CONFIG_DIR, f"bert_L{layers}_H{hidden}.json"))
+    assert config.num_hidden_layers == layers and config.hidden_size == hidden
+    assert config.num_attention_heads == hidden // 64
+    assert config.intermediate_size == 4 * hidden
+
+
+@pytest.mark.parametrize("alias,target", [("bert_tiny", "bert_L2_H128"), ("bert_mini", "bert_L4_H256"),
+                                          ("bert_small", "bert_L4_H512"),
+                                          ("bert_medium", "bert_L8_H512")])
+def test_named_aliases(alias, target):
+    assert BertConfig.from_name(alias) == BertConfig.from_name(target)
+
+
+def test_every_shipped_config_has_googles_keys():
+    required = {"vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
+                "intermediate_size", "hidden_act", "hidden_dropout_prob",
+                "attention_probs_dropout_prob", "max_position_embeddings", "type_vocab_size",
+                "initializer_range"}
+    names = [f for f in os.listdir(CONFIG_DIR) if f.endswith(".json")]
+    assert len(names) == 30
+    for name in names:
+        with open(os.path.join(CONFIG_DIR, name)) as f:
+            assert required <= set(json.load(f)), name
+
+
+def test_json_round_trip(tmp_path):
+    config = BertConfig(vocab_size=99, hidden_size=64, num_hidden_layers=3, num_attention_heads=4,
+                        intermediate_size=128, layer_norm_eps=1e-6)
+    path = tmp_path / "bert_config.json"
+    config.to_json_file(path)
+    assert BertConfig.from_json_file(path) == config
+
+
+def test_reads_hugging_face_config_and_ignores_extra_keys():
+    config = BertConfig.from_dict({"vocab_size": 10, "hidden_size": 32, "num_attention_heads": 2,
+                                   "model_type": "bert", "architectures": ["BertModel"]})
+    assert config.hidden_size == 32 and config.num_attention_heads == 2
+
+
+@pytest.mark.parametrize("overrides,message", [
+    ({"hidden_size": 100, "num_attention_heads": 12}, "not divisible by num_attention_heads"),
+    ({"hidden_act": "gelu_fast"}, "hidden_act 'gelu_fast'"),
+    ({"num_hidden_layers": -1}, "num_hidden_layers must be a positive integer"),
+    ({"vocab_size": 0}, "vocab_size must be a positive integer"),
+    ({"hidden_dropout_prob": 1.5}, "hidden_dropout_prob must be in [0, 1)"),
+])
+def test_invalid_config_names_the_problem(overrides, message):
+    with pytest.raises(ValueError, match=message.replace("[", r"\[").replace("(", r"\(").replace(")", r"\)")):
+        BertConfig(**{"vocab_size": 10, **overrides})
+
+
+def test_missing_vocab_size_and_bad_json(tmp_path):
+    with pytest.raises(ValueError, match="'vocab_size' is missing"):
+        BertConfig.from_dict({"hidden_size": 8})
+    path = tmp_path / "broken.json"
+    path.write_text("{not json")
+    with pytest.raises(ValueError, match="broken.json is not valid JSON"):
+        BertConfig.from_json_file(path)
+
+
+def test_unknown_name_lists_the_known_ones():
+    with pytest.raises(ValueError, match="bert_base"):
+        BertConfig.from_name("bert_huge")
