@@ -1,0 +1,103 @@
+"""`BertTaskModel`: what every fine-tuning model over a `BertEncoder` shares."""
+
+import keras
+
+from bert_tf.config import BertConfig
+from bert_tf.models.bert_encoder import INPUT_KEYS
+
+
+@keras.saving.register_keras_serializable(package="bert_tf")
+class BertTaskModel(keras.Model):
+    """Base of the task models (`BertClassifier`, `BertSpanLabeler`, ...).
+
+    It holds the user's `encoder` (its variables are shared, not copied: fine-tuning the task
+    model fine-tunes that encoder) and an optional `preprocessor`, any Keras layer that maps raw
+    text to the encoder's input dict. Calling the model with that dict runs the encoder directly;
+    calling it with anything else (e.g. `tf.constant(["a text"])`) goes through the preprocessor
+    first. Both are nested in the model's config, so `.keras` files restore them.
+
+    Subclasses build their head layers in `__init__`, where every shape is known from
+    `encoder.config`: the model is then complete without a sample call, and `.keras` loading
+    finds all its variables.
+
+    Example:
+        >>> class Pooled(BertTaskModel):
+        ...     def call(self, inputs, training=None):
+        ...         return self.encoder(self.encoder_inputs(inputs), training=training)
+        >>> Pooled(BertEncoder(BertConfig.from_name("bert_tiny")))
+    """
+
+    def __init__(self, encoder, preprocessor=None, **kwargs):
+        super().__init__(**kwargs)
+        if not (isinstance(encoder, keras.layers.Layer)
+                and isinstance(getattr(encoder, "config", None), BertConfig)):
+            raise TypeError(f"{type(self).__name__}: `encoder` must be a bert_tf.BertEncoder (a "
+                            f"Keras layer with a BertConfig `config`), got "
+                            f"{type(encoder).__name__}")
+        if preprocessor is not None and not isinstance(preprocessor, keras.layers.Layer):
+            raise TypeError(f"{type(self).__name__}: `preprocessor` must be a Keras layer mapping "
+                            f"raw text to the encoder's input dict, got "
+                            f"{type(preprocessor).__name__}")
+        self.encoder = encoder
+        self.preprocessor = preprocessor
+
+    def head_dropout(self, dropout_rate):
+        """Dropout before a head's dense layer; the rate defaults to the encoder's
+        `hidden_dropout_prob`, what BERT's fine-tuning used."""
+        if dropout_rate is None:
+            dropout_rate = self.encoder.config.hidden_dropout_prob
+        return keras.layers.Dropout(dropout_rate, dtype="float32", name="head_dropout")
+
+    def head_dense(self, units, initializer, name):
+        """A float32 Dense layer over the encoder's hidden vectors, built now.
+
+        `initializer` defaults to BERT's own: truncated normal with the encoder config's
+        `initializer_range`. Heads compute in float32 under any dtype policy: they are a tiny
+        share of the FLOPs, and their logits feed softmax and the loss, which need the range.
+        """
+        if initializer is None:
+            initializer = keras.initializers.TruncatedNormal(
+                stddev=self.encoder.config.initializer_range)
+        dense = keras.layers.Dense(units, kernel_initializer=keras.initializers.get(initializer),
+                                   dtype="float32", name=name)
+        dense.build((None, self.encoder.config.hidden_size))
+        return dense
+
+    def encoder_inputs(self, inputs, rank=2):
+        """The encoder's input dict: `inputs` itself, or the preprocessor's output for raw text.
+
+        `rank` is the rank the caller expects of each input tensor (2: `[batch, seq]`).
+        """
+        if isinstance(inputs, dict) and set(inputs) == set(INPUT_KEYS):
+            for key, value in inputs.items():
+                if value.shape.rank is not None and value.shape.rank != rank:
+                    raise ValueError(
+                        f"{type(self).__name__}: input '{key}' must have rank {rank}, got shape "
+                        f"{tuple(value.shape)}")
+            return inputs
+        if self.preprocessor is None:
+            got = (f"a dict with keys {sorted(inputs)}" if isinstance(inputs, dict)
+                   else type(inputs).__name__)
+            raise ValueError(
+                f"{type(self).__name__} takes a dict with exactly the keys {list(INPUT_KEYS)}, got "
+                f"{got}; to call it on raw text, build it with a `preprocessor`.")
+        return self.preprocess(inputs)
+
+    def preprocess(self, raw_inputs):
+        """Runs the preprocessor on raw text. Subclasses whose inputs have more dimensions than
+        `[batch]` (multiple choice) reshape around it."""
+        return self.preprocessor(raw_inputs)
+
+    def get_config(self):
+        return {"name": self.name, "trainable": self.trainable,
+                "encoder": keras.saving.serialize_keras_object(self.encoder),
+                "preprocessor": (None if self.preprocessor is None
+                                 else keras.saving.serialize_keras_object(self.preprocessor))}
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        config["encoder"] = keras.saving.deserialize_keras_object(config["encoder"])
+        if config.get("preprocessor") is not None:
+            config["preprocessor"] = keras.saving.deserialize_keras_object(config["preprocessor"])
+        return cls(**config)
