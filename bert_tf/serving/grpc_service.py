@@ -1,0 +1,125 @@
+"""TF Serving's gRPC services: `PredictionService` (Predict, Classify, GetModelMetadata) and
+`ModelService` (GetModelStatus), over a `ModelManager`.
+
+They implement the servicers generated in `tensorflow-serving-api`, so clients written for
+`tensorflow_model_server` (its `PredictionServiceStub`, `ModelServiceStub`) work unchanged.
+Regress and MultiInference answer UNIMPLEMENTED.
+
+Example:
+    >>> server = grpc.server(futures.ThreadPoolExecutor(max_workers=16))
+    >>> add_services(server, manager)
+    >>> server.add_insecure_port("127.0.0.1:8500"); server.start()
+"""
+
+import functools
+
+import grpc
+import tensorflow as tf
+from tensorflow_serving.apis import (classification_pb2, get_model_metadata_pb2,
+                                     model_service_pb2_grpc, predict_pb2,
+                                     prediction_service_pb2_grpc)
+
+from bert_tf.serving import classification
+from bert_tf.serving.errors import ServingError
+
+_SIGNATURE_DEF = "signature_def"
+
+
+def add_services(server, manager):
+    """Registers both services, answering from `manager`, on a `grpc.Server`."""
+    prediction_service_pb2_grpc.add_PredictionServiceServicer_to_server(
+        PredictionService(manager), server)
+    model_service_pb2_grpc.add_ModelServiceServicer_to_server(ModelService(manager), server)
+
+
+def _answers_errors(method):
+    """Sends a ServingError as the call's status and message, as TF Serving does."""
+    @functools.wraps(method)
+    def wrapper(self, request, context):
+        try:
+            return method(self, request)
+        except ServingError as error:
+            context.abort(error.code, error.message)
+    return wrapper
+
+
+def _version(model_spec):
+    return model_spec.version.value if model_spec.HasField("version") else None
+
+
+class PredictionService(prediction_service_pb2_grpc.PredictionServiceServicer):
+    """Predict, Classify and GetModelMetadata."""
+
+    def __init__(self, manager):
+        self._manager = manager
+
+    @_answers_errors
+    def Predict(self, request):  # noqa: N802 -- the generated servicer's method names
+        spec = request.model_spec
+        inputs = {name: _to_array(name, proto) for name, proto in request.inputs.items()}
+        with self._manager.servable(spec.name, _version(spec), spec.version_label) as servable:
+            signature = servable.signature(spec.signature_name)
+            outputs = signature.run(inputs, list(request.output_filter))
+        response = predict_pb2.PredictResponse()
+        _fill_model_spec(response.model_spec, spec.name, servable.version, signature.name)
+        for name, array in outputs.items():
+            response.outputs[name].CopyFrom(tf.make_tensor_proto(array))
+        return response
+
+    @_answers_errors
+    def Classify(self, request):  # noqa: N802
+        spec = request.model_spec
+        examples = classification.serialized_examples(request.input)
+        with self._manager.servable(spec.name, _version(spec), spec.version_label) as servable:
+            signature = servable.signature(spec.signature_name)
+            wanted = classification.check_classification_signature(signature)
+            outputs = signature.run({classification.INPUTS: examples}, wanted)
+        response = classification_pb2.ClassificationResponse()
+        _fill_model_spec(response.model_spec, spec.name, servable.version, signature.name)
+        response.result.CopyFrom(classification.classification_result(outputs, len(examples)))
+        return response
+
+    @_answers_errors
+    def GetModelMetadata(self, request):  # noqa: N802
+        if not request.metadata_field:
+            raise ServingError(grpc.StatusCode.INVALID_ARGUMENT,
+                               "GetModelMetadataRequest must specify at least one metadata_field")
+        for field in request.metadata_field:
+            if field != _SIGNATURE_DEF:
+                raise ServingError(
+                    grpc.StatusCode.INVALID_ARGUMENT,
+                    f"Metadata field {field} is not supported; the only field is "
+                    f"'{_SIGNATURE_DEF}'.")
+        spec = request.model_spec
+        with self._manager.servable(spec.name, _version(spec), spec.version_label) as servable:
+            response = get_model_metadata_pb2.GetModelMetadataResponse()
+            _fill_model_spec(response.model_spec, spec.name, servable.version, "")
+            response.metadata[_SIGNATURE_DEF].Pack(servable.signature_def_map)
+        return response
+
+
+class ModelService(model_service_pb2_grpc.ModelServiceServicer):
+    """GetModelStatus."""
+
+    def __init__(self, manager):
+        self._manager = manager
+
+    @_answers_errors
+    def GetModelStatus(self, request):  # noqa: N802
+        if not request.HasField("model_spec"):
+            raise ServingError(grpc.StatusCode.INVALID_ARGUMENT, "Missing ModelSpec")
+        return self._manager.status(request.model_spec.name, _version(request.model_spec))
+
+
+def _fill_model_spec(model_spec, name, version, signature_name):
+    model_spec.name = name
+    model_spec.version.value = version
+    model_spec.signature_name = signature_name
+
+
+def _to_array(name, proto):
+    try:
+        return tf.make_ndarray(proto)
+    except (TypeError, ValueError) as error:
+        raise ServingError(grpc.StatusCode.INVALID_ARGUMENT,
+                           f"Input '{name}' is not a valid TensorProto: {error}") from error

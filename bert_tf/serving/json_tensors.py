@@ -1,0 +1,183 @@
+"""TF Serving's REST JSON encoding of tensors: request bodies in, response bodies out.
+
+A predict body holds its tensors in row format (`"instances"`: one element per batch row, an
+object keyed by input name when the signature has several inputs) or columnar format
+(`"inputs"`: the whole tensor, or an object of them). Strings are JSON strings (UTF-8 text) or
+`{"b64": ...}` for arbitrary bytes. The response mirrors the request: `"predictions"` (rows) or
+`"outputs"` (columns), the output name omitted when there is just one; string outputs whose name
+ends in `_bytes`, and any that are not UTF-8, come back as `{"b64": ...}`.
+
+Example:
+    >>> specs = {"text": tf.TensorSpec([None], tf.string)}
+    >>> inputs, row_format = request_tensors({"instances": ["a", {"b64": "Yg=="}]}, specs)
+    >>> inputs["text"]
+    array([b'a', b'b'], dtype=object)
+    >>> response_json({"length": np.array([1, 1])}, row_format)
+    {'predictions': [1, 1]}
+"""
+
+import base64
+import binascii
+
+import grpc
+import numpy as np
+import tensorflow as tf
+
+from bert_tf.serving.errors import ServingError
+from bert_tf.serving.signature import dtype_name
+
+
+def request_tensors(body, input_specs):
+    """(name -> numpy array, row_format) from a predict body, typed by `input_specs` (the
+    signature's name -> tf.TensorSpec). Raises INVALID_ARGUMENT naming what is wrong."""
+    if "instances" in body and "inputs" in body:
+        _fail("Request has both 'instances' and 'inputs'; send exactly one of them.")
+    if "instances" in body:
+        return _row_tensors(body["instances"], input_specs), True
+    if "inputs" in body:
+        return _columnar_tensors(body["inputs"], input_specs), False
+    _fail("Missing 'inputs' or 'instances' key")
+
+
+def response_json(outputs, row_format):
+    """The predict response body for `outputs` (name -> array sharing dimension 0)."""
+    values = {name: _to_json(name, array) for name, array in outputs.items()}
+    if row_format:
+        if len(values) == 1:
+            return {"predictions": next(iter(values.values()))}
+        rows = len(next(iter(values.values())))
+        return {"predictions": [{name: value[i] for name, value in values.items()}
+                                for i in range(rows)]}
+    if len(values) == 1:
+        return {"outputs": next(iter(values.values()))}
+    return {"outputs": values}
+
+
+def _row_tensors(instances, input_specs):
+    if not isinstance(instances, list):
+        _fail("Expecting 'instances' to be a list/array, one element per batch row.")
+    if not instances:
+        _fail("Empty batch: 'instances' is an empty list; send at least one.")
+    names = sorted(input_specs)
+    named = _is_named(instances[0])
+    if not named and len(names) > 1:
+        _fail(f"'instances' is a plain list, but the signature has several inputs "
+              f"{{{','.join(names)}}}: send a list of objects keyed by input name.")
+    for i, instance in enumerate(instances):
+        if _is_named(instance) != named:
+            _fail(f"Element {i} of 'instances' is {'a value' if named else 'an object'} but "
+                  f"element 0 is {'an object' if named else 'a value'}; use one form.")
+        if named and set(instance) != set(names):
+            _fail(f"Element {i} of 'instances' has keys {{{','.join(sorted(instance))}}}; "
+                  f"the signature's inputs are {{{','.join(names)}}}.")
+    if not named:
+        return {names[0]: _to_array(instances, input_specs[names[0]].dtype, names[0])}
+    return {name: _to_array([instance[name] for instance in instances],
+                            input_specs[name].dtype, name) for name in names}
+
+
+def _columnar_tensors(inputs, input_specs):
+    names = sorted(input_specs)
+    if not _is_named(inputs):
+        if len(names) > 1:
+            _fail(f"'inputs' is a plain value/list, but the signature has several inputs "
+                  f"{{{','.join(names)}}}: send an object keyed by input name.")
+        return {names[0]: _to_array(inputs, input_specs[names[0]].dtype, names[0])}
+    if set(inputs) != set(names):
+        _fail(f"'inputs' has keys {{{','.join(sorted(inputs))}}}; the signature's inputs are "
+              f"{{{','.join(names)}}}.")
+    return {name: _to_array(inputs[name], input_specs[name].dtype, name) for name in names}
+
+
+def _is_named(value):
+    return isinstance(value, dict) and set(value) != {"b64"}
+
+
+def _to_array(value, dtype, name):
+    """A nested JSON list (or scalar) as a numpy array of `dtype`; the lists must be
+    rectangular."""
+    leaves = []
+    shape = _collect(value, leaves, name)
+    convert = _leaf_converter(dtype, name)
+    array = np.array([convert(leaf) for leaf in leaves],
+                     dtype=object if dtype == tf.string else dtype.as_numpy_dtype)
+    return array.reshape(shape)
+
+
+def _collect(value, leaves, name):
+    if not isinstance(value, list):
+        leaves.append(value)
+        return ()
+    shapes = [_collect(item, leaves, name) for item in value]
+    for shape in shapes[1:]:
+        if shape != shapes[0]:
+            _fail(f"Input '{name}' is not a rectangular tensor: it holds lists of shapes "
+                  f"{list(shapes[0])} and {list(shape)} side by side.")
+    return (len(value),) + (shapes[0] if shapes else ())
+
+
+def _leaf_converter(dtype, name):
+    def fail(leaf, expected):
+        _fail(f"Input '{name}' expects {expected} ({dtype_name(dtype)}), got JSON value "
+              f"{_short(leaf)}.")
+
+    if dtype == tf.string:
+        def convert(leaf):
+            if isinstance(leaf, str):
+                try:
+                    return leaf.encode("utf-8")
+                except UnicodeEncodeError:  # a lone surrogate escape such as "\ud800"
+                    _fail(f"Input '{name}' holds a string that is not valid UTF-8 text; send "
+                          f"bytes as {{\"b64\": ...}}.")
+            if isinstance(leaf, dict) and set(leaf) == {"b64"} and isinstance(leaf["b64"], str):
+                try:
+                    return base64.b64decode(leaf["b64"], validate=True)
+                except (binascii.Error, ValueError):
+                    _fail(f"Input '{name}' holds a 'b64' value that is not valid base64.")
+            fail(leaf, "strings or {\"b64\": ...} objects")
+    elif dtype == tf.bool:
+        def convert(leaf):
+            return leaf if isinstance(leaf, bool) else fail(leaf, "true/false")
+    elif dtype.is_integer:
+        def convert(leaf):
+            if not isinstance(leaf, int) or isinstance(leaf, bool):
+                fail(leaf, "integers")
+            if not dtype.min <= leaf <= dtype.max:
+                fail(leaf, f"integers in [{dtype.min}, {dtype.max}]")
+            return leaf
+    elif dtype.is_floating:
+        def convert(leaf):
+            if not isinstance(leaf, (int, float)) or isinstance(leaf, bool):
+                fail(leaf, "numbers")
+            return leaf
+    else:
+        _fail(f"Input '{name}' has dtype {dtype_name(dtype)}, which the REST API cannot "
+              f"encode; use gRPC.")
+    return convert
+
+
+def _to_json(name, array):
+    if array.dtype != object:
+        return array.tolist()
+    binary = name.endswith("_bytes")
+
+    def encode(item):
+        if isinstance(item, list):
+            return [encode(x) for x in item]
+        if not binary:
+            try:
+                return item.decode("utf-8")
+            except UnicodeDecodeError:
+                pass  # not text: fall through to base64 rather than emit invalid JSON
+        return {"b64": base64.b64encode(item).decode("ascii")}
+
+    return encode(array.tolist())
+
+
+def _short(value):
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _fail(message):
+    raise ServingError(grpc.StatusCode.INVALID_ARGUMENT, message)

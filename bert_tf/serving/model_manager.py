@@ -1,0 +1,173 @@
+"""`ModelManager`: keeps the newest version under a model base path loaded, as TF Serving does.
+
+The layout is TF Serving's: `<model_base_path>/<version>/saved_model.pb`, versions being
+integers. The directory is polled every `file_system_poll_wait_seconds`; a newer version is
+loaded beside the current one and swapped in only once loaded, so the model never stops
+answering, and the old version is unloaded after its in-flight requests finish. Write a new
+version elsewhere and rename it into the base path: a half-written directory fails to load, and
+a version that failed is not retried.
+
+Example:
+    >>> manager = ModelManager("toy", "/models/toy", max_batch_size=32, batch_timeout_micros=1000,
+    ...                        file_system_poll_wait_seconds=1)
+    >>> manager.start()
+    >>> with manager.servable("toy") as servable:
+    ...     servable.version
+    2
+    >>> manager.stop()
+"""
+
+import contextlib
+import logging
+import os
+import re
+import threading
+
+import grpc
+import tensorflow as tf
+from tensorflow_serving.apis import get_model_status_pb2
+
+from bert_tf.serving.errors import ServingError
+from bert_tf.serving.servable import Servable
+
+_State = get_model_status_pb2.ModelVersionStatus.State
+_VERSION_DIR = re.compile(r"[0-9]+")
+
+
+class ModelManager:
+    """Loads, swaps and looks up the versions of one model; reports their states."""
+
+    def __init__(self, model_name, model_base_path, max_batch_size, batch_timeout_micros,
+                 file_system_poll_wait_seconds):
+        self.model_name = model_name
+        self.model_base_path = model_base_path
+        self._servable_options = {"max_batch_size": max_batch_size,
+                                  "batch_timeout_micros": batch_timeout_micros}
+        self._poll_wait = file_system_poll_wait_seconds
+        self._current = None
+        self._states = {}  # version -> (state, status code, message), as ServableStateMonitor
+        self._failed = set()
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._poller = None
+
+    def start(self):
+        """Loads the newest version now, then polls for new ones in the background (never when
+        `file_system_poll_wait_seconds` is 0, as in TF Serving)."""
+        self.poll_once()
+        if self._poll_wait > 0:
+            self._poller = threading.Thread(target=self._poll, name="version-poller", daemon=True)
+            self._poller.start()
+
+    def stop(self):
+        """Stops polling and unloads the served version once its requests finish."""
+        self._stopping.set()
+        if self._poller is not None:
+            self._poller.join()
+        with self._lock:
+            current, self._current = self._current, None
+        if current is not None:
+            self._retire(current)
+
+    def poll_once(self):
+        """Serves the newest version on disk: loads it if it is new, unloads what it replaces."""
+        on_disk = self._versions_on_disk()
+        newest = max(on_disk, default=None)
+        current = self._current
+        if newest is None:
+            if current is not None:
+                with self._lock:
+                    self._current = None
+                self._retire(current)
+            return
+        if (current is not None and current.version == newest) or newest in self._failed:
+            return
+        self._set_state(newest, _State.LOADING)
+        logging.info("Loading version %d of model '%s' from %s", newest, self.model_name,
+                     on_disk[newest])
+        try:
+            servable = Servable(on_disk[newest], newest, **self._servable_options)
+        except Exception as error:  # noqa: BLE001 -- a bad version must not stop the server
+            self._failed.add(newest)
+            code = (ServingError.from_tf_error(error).code if isinstance(error, tf.errors.OpError)
+                    else grpc.StatusCode.UNKNOWN)
+            self._set_state(newest, _State.END, code, f"Failed to load version {newest}: {error}")
+            logging.error("Version %d of model '%s' failed to load: %s", newest,
+                          self.model_name, error)
+            return
+        with self._lock:
+            replaced, self._current = self._current, servable
+            self._states[newest] = (_State.AVAILABLE, grpc.StatusCode.OK, "")
+        logging.info("Serving version %d of model '%s'", newest, self.model_name)
+        if replaced is not None:
+            self._retire(replaced)
+
+    @contextlib.contextmanager
+    def servable(self, name, version=None, version_label=""):
+        """Holds the servable a request's ModelSpec names (the newest when `version` is None)
+        for the duration of the `with` block; NOT_FOUND when there is none."""
+        if version_label:
+            raise ServingError(
+                grpc.StatusCode.INVALID_ARGUMENT,
+                f"Unrecognized servable version label: {version_label}. This server assigns no "
+                f"labels; request a version number or the latest version.")
+        with self._lock:
+            servable = self._current
+            if (name != self.model_name or servable is None
+                    or (version is not None and version != servable.version)):
+                request = f"Latest({name})" if version is None else f"Specific({name}, {version})"
+                serving = (f"version {servable.version} of model '{self.model_name}'"
+                           if servable is not None else "no version yet")
+                raise ServingError(grpc.StatusCode.NOT_FOUND,
+                                   f"Servable not found for request: {request}. "
+                                   f"This server serves {serving}.")
+            servable.acquire()
+        try:
+            yield servable
+        finally:
+            servable.release()
+
+    def status(self, name, version=None):
+        """The GetModelStatusResponse for `name` (every version seen, newest first, or one)."""
+        with self._lock:
+            states = dict(self._states) if name == self.model_name else {}
+        if version is not None:
+            if version not in states:
+                raise ServingError(grpc.StatusCode.NOT_FOUND,
+                                   f"Could not find version {version} of model {name}")
+            states = {version: states[version]}
+        elif not states:
+            raise ServingError(grpc.StatusCode.NOT_FOUND,
+                               f"Could not find any versions of model {name}")
+        response = get_model_status_pb2.GetModelStatusResponse()
+        for number in sorted(states, reverse=True):
+            state, code, message = states[number]
+            entry = response.model_version_status.add(version=number, state=state)
+            entry.status.error_code = code.value[0]
+            entry.status.error_message = message
+        return response
+
+    def _poll(self):
+        while not self._stopping.wait(self._poll_wait):
+            self.poll_once()
+
+    def _versions_on_disk(self):
+        try:
+            names = os.listdir(self.model_base_path)
+        except OSError as error:
+            logging.warning("Cannot list model base path %s: %s", self.model_base_path, error)
+            return {}
+        paths = {int(name): os.path.join(self.model_base_path, name) for name in names
+                 if _VERSION_DIR.fullmatch(name)}
+        return {version: path for version, path in paths.items()
+                if os.path.isfile(os.path.join(path, "saved_model.pb"))}
+
+    def _retire(self, servable):
+        self._set_state(servable.version, _State.UNLOADING)
+        servable.unload()
+        self._set_state(servable.version, _State.END)
+        logging.info("Unloaded version %d of model '%s'", servable.version, self.model_name)
+
+    def _set_state(self, version, state, code=grpc.StatusCode.OK, message=""):
+        with self._lock:
+            self._states[version] = (state, code, message)

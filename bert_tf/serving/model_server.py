@@ -1,0 +1,104 @@
+"""`ModelServer`: one model served over TF Serving's gRPC and REST APIs, for local use.
+
+Example:
+    >>> server = ModelServer(ServerOptions(model_base_path="/models/bert_sst2", port=0,
+    ...                                    rest_api_port=0))
+    >>> server.start()
+    >>> server.port, server.rest_api_port   # the ports actually bound
+    (43121, 39447)
+    >>> server.stop()
+"""
+
+import concurrent.futures
+import dataclasses
+import os
+import threading
+
+import grpc
+
+from bert_tf.serving import grpc_service
+from bert_tf.serving.model_manager import ModelManager
+from bert_tf.serving.rest_service import RestApiServer
+
+
+@dataclasses.dataclass
+class ServerOptions:
+    """What to serve and how; field names are `tensorflow_model_server`'s flags.
+
+    `port` and `rest_api_port` of 0 pick a free port; `rest_api_port=None` serves gRPC only.
+    `model_name` defaults to the base path's directory name.
+    """
+
+    model_base_path: str
+    model_name: str = ""
+    host: str = "127.0.0.1"
+    port: int = 8500
+    rest_api_port: int | None = 8501
+    max_batch_size: int = 32
+    batch_timeout_micros: int = 2000
+    max_request_bytes: int = 16 << 20
+    file_system_poll_wait_seconds: float = 1.0
+
+    def __post_init__(self):
+        self.model_base_path = os.path.abspath(self.model_base_path)
+        if not self.model_name:
+            self.model_name = os.path.basename(self.model_base_path)
+
+
+class ModelServer:
+    """Starts and stops the model manager, the gRPC server and the REST server together."""
+
+    def __init__(self, options):
+        if not os.path.isdir(options.model_base_path):
+            raise FileNotFoundError(f"--model_base_path {options.model_base_path} is not a "
+                                    f"directory (expected <model_base_path>/<version>/"
+                                    f"saved_model.pb)")
+        self.options = options
+        self.manager = ModelManager(options.model_name, options.model_base_path,
+                                    options.max_batch_size, options.batch_timeout_micros,
+                                    options.file_system_poll_wait_seconds)
+        self.port = None
+        self.rest_api_port = None
+        self._grpc_server = None
+        self._rest_server = None
+        self._rest_thread = None
+
+    def start(self):
+        """Loads the newest version, then opens the ports (as TF Serving, clients never see a
+        server that has not tried its first load)."""
+        options = self.options
+        self.manager.start()
+        # Every request waiting to join a batch holds a worker thread, so a batch can only
+        # fill if there are more workers than rows in a batch.
+        workers = 2 * options.max_batch_size + 8
+        self._grpc_server = grpc.server(
+            concurrent.futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="grpc"),
+            options=[("grpc.max_receive_message_length", options.max_request_bytes),
+                     ("grpc.max_send_message_length", -1),
+                     # Without this a second server could silently share the port.
+                     ("grpc.so_reuseport", 0)])
+        grpc_service.add_services(self._grpc_server, self.manager)
+        self.port = self._grpc_server.add_insecure_port(f"{_host(options.host)}:{options.port}")
+        self._grpc_server.start()
+        if options.rest_api_port is not None:
+            self._rest_server = RestApiServer(self.manager, options.host, options.rest_api_port,
+                                              options.max_request_bytes)
+            self.rest_api_port = self._rest_server.server_address[1]
+            self._rest_thread = threading.Thread(target=self._rest_server.serve_forever,
+                                                 name="rest", daemon=True)
+            self._rest_thread.start()
+
+    def stop(self, grace_seconds=5.0):
+        """Stops taking requests, lets running ones finish (up to `grace_seconds`), unloads."""
+        if self._rest_server is not None:
+            self._rest_server.shutdown()
+            self._rest_server.server_close()
+            self._rest_thread.join()
+        if self._grpc_server is not None:
+            self._grpc_server.stop(grace_seconds).wait()
+        self.manager.stop()
+
+
+def _host(host):
+    # gRPC wants IPv6 literals in brackets ("[::1]:8500").
+    return f"[{host}]" if ":" in host and not host.startswith("[") else host

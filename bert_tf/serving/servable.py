@@ -1,0 +1,85 @@
+"""`Servable`: one loaded version of a SavedModel, its signatures ready to run.
+
+Example:
+    >>> servable = Servable("/models/toy/1", version=1, max_batch_size=32,
+    ...                     batch_timeout_micros=1000)
+    >>> servable.signature("serving_default").run({"text": np.array([b"hi"], dtype=object)})
+    >>> servable.unload()
+"""
+
+import os
+import threading
+
+import grpc
+import tensorflow as tf
+# The task SavedModels tokenize in-graph with tf.text ops; importing tensorflow_text registers
+# those ops, without which loading such a SavedModel fails.
+import tensorflow_text  # noqa: F401
+from tensorflow.core.protobuf import saved_model_pb2
+from tensorflow_serving.apis import get_model_metadata_pb2
+
+from bert_tf.serving.errors import ServingError
+from bert_tf.serving.signature import ServingSignature
+
+DEFAULT_SIGNATURE = tf.saved_model.DEFAULT_SERVING_SIGNATURE_DEF_KEY
+
+
+class Servable:
+    """A SavedModel version: `signature(name)` to run, `signature_def_map` for metadata.
+
+    Requests hold the servable (`acquire`/`release`) while they run; `unload` waits for them,
+    so a version swapped out under load still answers every request that reached it.
+    """
+
+    def __init__(self, path, version, max_batch_size, batch_timeout_micros):
+        self.path = path
+        self.version = version
+        self.signature_def_map = _read_signature_defs(path)
+        self._loaded = tf.saved_model.load(path)
+        self._signatures = {
+            name: ServingSignature(name, function, max_batch_size, batch_timeout_micros)
+            for name, function in self._loaded.signatures.items()}
+        self._users = 0
+        self._idle = threading.Condition()
+
+    def signature(self, name):
+        """The signature `name` ("" means serving_default); FAILED_PRECONDITION if absent, as in
+        TF Serving."""
+        name = name or DEFAULT_SIGNATURE
+        if name not in self._signatures:
+            raise ServingError(
+                grpc.StatusCode.FAILED_PRECONDITION,
+                f"Serving signature key \"{name}\" not found. This model's signatures: "
+                f"{', '.join(sorted(self._signatures)) or 'none'}.")
+        return self._signatures[name]
+
+    def acquire(self):
+        with self._idle:
+            self._users += 1
+
+    def release(self):
+        with self._idle:
+            self._users -= 1
+            self._idle.notify_all()
+
+    def unload(self):
+        """Waits until no request holds this version, then stops its batching workers."""
+        with self._idle:
+            while self._users:
+                self._idle.wait()
+        for signature in self._signatures.values():
+            signature.close()
+        self._signatures = {}
+        self._loaded = None
+
+
+def _read_signature_defs(path):
+    """The SignatureDefs of `path`'s saved_model.pb as the SignatureDefMap GetModelMetadata
+    returns (every entry, `__saved_model_init_op` included, as TF Serving shows them)."""
+    saved_model = saved_model_pb2.SavedModel()
+    with open(os.path.join(path, "saved_model.pb"), "rb") as f:
+        saved_model.ParseFromString(f.read())
+    signature_defs = get_model_metadata_pb2.SignatureDefMap()
+    for key, signature_def in saved_model.meta_graphs[0].signature_def.items():
+        signature_defs.signature_def[key].CopyFrom(signature_def)
+    return signature_defs

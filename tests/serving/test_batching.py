@@ -1,0 +1,165 @@
+"""BatchingQueue: concurrent requests share model calls, each caller gets exactly its rows."""
+
+import threading
+import time
+
+import grpc
+import numpy as np
+import pytest
+
+from bert_tf.serving.batching import BatchingQueue
+from bert_tf.serving.errors import ServingError
+
+
+class RecordingModel:
+    """y = 10 * x; records the batch sizes it was called with. Rows equal to -1 make it raise,
+    like a model rejecting one request's data."""
+
+    def __init__(self, delay=0.0):
+        self.batch_sizes = []
+        self.delay = delay
+
+    def __call__(self, inputs):
+        self.batch_sizes.append(len(inputs["x"]))
+        time.sleep(self.delay)
+        if (inputs["x"] == -1).any():
+            raise ServingError(grpc.StatusCode.INVALID_ARGUMENT, "x must not be -1")
+        return {"y": inputs["x"] * 10}
+
+
+def submit_concurrently(queue, requests):
+    """Submits every request from its own thread; returns each one's result or ServingError."""
+    results = [None] * len(requests)
+
+    def call(i):
+        try:
+            results[i] = queue.submit(requests[i])
+        except ServingError as error:
+            results[i] = error
+
+    threads = [threading.Thread(target=call, args=(i,)) for i in range(len(requests))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    return results
+
+
+def test_concurrent_requests_are_merged_and_split_back():
+    model = RecordingModel()
+    # A long timeout: all 6 requests arrive well within it, and the batch runs once full.
+    queue = BatchingQueue(model, max_batch_size=8, batch_timeout_micros=2_000_000)
+    requests = [{"x": np.arange(i, i + 1 + i % 2)} for i in range(6)]  # 1 or 2 rows each
+    try:
+        results = submit_concurrently(queue, requests)
+    finally:
+        queue.close()
+    for request, result in zip(requests, results):
+        np.testing.assert_array_equal(result["y"], request["x"] * 10)
+    assert sum(model.batch_sizes) == 9
+    assert max(model.batch_sizes) <= 8
+    assert len(model.batch_sizes) < len(requests)  # some requests shared a call
+
+
+def test_a_lone_request_runs_after_the_timeout():
+    model = RecordingModel()
+    queue = BatchingQueue(model, max_batch_size=8, batch_timeout_micros=1000)
+    try:
+        result = queue.submit({"x": np.array([3])})
+    finally:
+        queue.close()
+    np.testing.assert_array_equal(result["y"], [30])
+    assert model.batch_sizes == [1]
+
+
+def test_requests_with_different_trailing_shapes_run_in_separate_batches():
+    model = RecordingModel(delay=0.05)
+    queue = BatchingQueue(model, max_batch_size=8, batch_timeout_micros=200_000)
+    requests = [{"x": np.ones([1, 2])}, {"x": np.ones([1, 3])}, {"x": np.ones([2, 2])}]
+    try:
+        results = submit_concurrently(queue, requests)
+    finally:
+        queue.close()
+    for request, result in zip(requests, results):
+        np.testing.assert_array_equal(result["y"], request["x"] * 10)
+    assert sorted(model.batch_sizes) in ([1, 3], [1, 1, 2])
+
+
+def test_one_bad_request_does_not_fail_the_requests_batched_with_it():
+    model = RecordingModel()
+    queue = BatchingQueue(model, max_batch_size=8, batch_timeout_micros=2_000_000)
+    requests = [{"x": np.array([1])}, {"x": np.array([-1])}, {"x": np.array([2, 3])},
+                {"x": np.array([4])}, {"x": np.array([5, 6, 7])}]
+    try:
+        results = submit_concurrently(queue, requests)
+    finally:
+        queue.close()
+    assert isinstance(results[1], ServingError)
+    assert results[1].code == grpc.StatusCode.INVALID_ARGUMENT
+    assert results[1].message == "x must not be -1"
+    for i in (0, 2, 3, 4):
+        np.testing.assert_array_equal(results[i]["y"], requests[i]["x"] * 10)
+
+
+@pytest.mark.parametrize("inputs, message", [
+    ({"x": np.zeros([0])}, "Empty batch: the request has 0 rows"),
+    ({"x": np.zeros([9])}, "Batch of 9 rows is larger than the maximum batch size 8"),
+    ({"x": np.zeros([2]), "z": np.zeros([3])},
+     "Inputs have different batch sizes (dimension 0): x=2, z=3"),
+    ({"x": np.float32(1)}, "Input 'x' is a scalar"),
+])
+def test_requests_that_cannot_be_batched_are_invalid_arguments(inputs, message):
+    model = RecordingModel()
+    queue = BatchingQueue(model, max_batch_size=8, batch_timeout_micros=0)
+    try:
+        with pytest.raises(ServingError) as raised:
+            queue.submit(inputs)
+    finally:
+        queue.close()
+    assert raised.value.code == grpc.StatusCode.INVALID_ARGUMENT
+    assert message in raised.value.message
+    assert model.batch_sizes == []
+
+
+def test_outputs_without_the_batch_dimension_are_reported():
+    queue = BatchingQueue(lambda inputs: {"total": inputs["x"].sum()}, max_batch_size=8,
+                          batch_timeout_micros=0)
+    try:
+        with pytest.raises(ServingError) as raised:
+            queue.submit({"x": np.ones([2])})
+    finally:
+        queue.close()
+    assert raised.value.code == grpc.StatusCode.FAILED_PRECONDITION
+    assert "Output 'total' has shape [] for a batch of 2 rows" in raised.value.message
+
+
+def test_a_failing_model_gets_an_internal_error_not_a_hang():
+    def broken(inputs):
+        raise RuntimeError("boom")
+
+    queue = BatchingQueue(broken, max_batch_size=4, batch_timeout_micros=0)
+    try:
+        with pytest.raises(ServingError) as raised:
+            queue.submit({"x": np.ones([1])})
+    finally:
+        queue.close()
+    assert raised.value.code == grpc.StatusCode.INTERNAL
+    assert raised.value.message == "RuntimeError: boom"
+
+
+def test_close_finishes_queued_requests_then_refuses_new_ones():
+    model = RecordingModel(delay=0.1)
+    queue = BatchingQueue(model, max_batch_size=1, batch_timeout_micros=0)
+    results = []
+    threads = [threading.Thread(target=lambda: results.append(queue.submit({"x": np.ones([1])})))
+               for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    time.sleep(0.2)  # let them queue; close must still answer all three
+    queue.close()
+    for thread in threads:
+        thread.join(timeout=10)
+    assert len(results) == 3
+    with pytest.raises(ServingError) as raised:
+        queue.submit({"x": np.ones([1])})
+    assert raised.value.code == grpc.StatusCode.UNAVAILABLE
