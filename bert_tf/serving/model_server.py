@@ -65,9 +65,19 @@ class ModelServer:
 
     def start(self):
         """Loads the newest version, then opens the ports (as TF Serving, clients never see a
-        server that has not tried its first load)."""
-        options = self.options
+        server that has not tried its first load). Raises RuntimeError/OSError when a port
+        cannot be bound, having stopped whatever had started."""
         self.manager.start()
+        try:
+            self._start_grpc()
+            if self.options.rest_api_port is not None:
+                self._start_rest()
+        except BaseException:
+            self.stop()
+            raise
+
+    def _start_grpc(self):
+        options = self.options
         # Every request waiting to join a batch holds a worker thread, so a batch can only
         # fill if there are more workers than rows in a batch.
         workers = 2 * options.max_batch_size + 8
@@ -80,20 +90,23 @@ class ModelServer:
         grpc_service.add_services(self._grpc_server, self.manager)
         self.port = self._grpc_server.add_insecure_port(f"{_host(options.host)}:{options.port}")
         self._grpc_server.start()
-        if options.rest_api_port is not None:
-            self._rest_server = RestApiServer(self.manager, options.host, options.rest_api_port,
-                                              options.max_request_bytes)
-            self.rest_api_port = self._rest_server.server_address[1]
-            self._rest_thread = threading.Thread(target=self._rest_server.serve_forever,
-                                                 name="rest", daemon=True)
-            self._rest_thread.start()
+
+    def _start_rest(self):
+        self._rest_server = RestApiServer(self.manager, self.options.host,
+                                          self.options.rest_api_port,
+                                          self.options.max_request_bytes)
+        self.rest_api_port = self._rest_server.server_address[1]
+        self._rest_thread = threading.Thread(target=self._rest_server.serve_forever,
+                                             name="rest", daemon=True)
+        self._rest_thread.start()
 
     def stop(self, grace_seconds=5.0):
         """Stops taking requests, lets running ones finish (up to `grace_seconds`), unloads."""
-        if self._rest_server is not None:
+        if self._rest_thread is not None:
             self._rest_server.shutdown()
-            self._rest_server.server_close()
             self._rest_thread.join()
+        if self._rest_server is not None:
+            self._rest_server.server_close()
         if self._grpc_server is not None:
             self._grpc_server.stop(grace_seconds).wait()
         self.manager.stop()
