@@ -1,0 +1,254 @@
+"""Reading pre-training TFRecords, as written by Google's `create_pretraining_data.py`.
+
+Each record is a `tf.train.Example` with Google's feature names (the contract):
+`input_ids, input_mask, segment_ids` int64 `[max_seq_length]`; `masked_lm_positions,
+masked_lm_ids` int64 `[max_predictions_per_seq]`; `masked_lm_weights` float
+`[max_predictions_per_seq]`; `next_sentence_labels` int64 `[1]` (1 = random next sentence).
+
+Batches come out with the model's names and dtypes: int32 `input_word_ids`, `input_mask`,
+`input_type_ids` `[batch, max_seq_length]`, `masked_lm_positions`, `masked_lm_ids` `[batch,
+max_predictions_per_seq]`, float32 `masked_lm_weights`, int32 `next_sentence_labels [batch]`.
+Every shape is static (`drop_remainder`), which TPUs and XLA need, and all string work
+(reading, parsing) happens here, in the host's input pipeline, never in the replicated step.
+
+Example:
+    >>> files = expand_input_files("data/part-*.tfrecord,extra/*.tfrecord")
+    >>> max_seq_length, max_predictions = record_lengths(files[0])
+    >>> dataset = training_dataset(files, 32, max_seq_length, max_predictions)
+    >>> next(iter(dataset))["input_word_ids"].shape
+    TensorShape([32, 128])
+"""
+
+import contextlib
+import glob
+import os
+
+import numpy as np
+import tensorflow as tf
+
+# Google's TFRecord feature -> the name the model reads.
+_MODEL_NAMES = {
+    "input_ids": "input_word_ids",
+    "input_mask": "input_mask",
+    "segment_ids": "input_type_ids",
+    "masked_lm_positions": "masked_lm_positions",
+    "masked_lm_ids": "masked_lm_ids",
+    "masked_lm_weights": "masked_lm_weights",
+    "next_sentence_labels": "next_sentence_labels",
+}
+_SEQUENCE_FEATURES = ("input_ids", "input_mask", "segment_ids")
+_PREDICTION_FEATURES = ("masked_lm_positions", "masked_lm_ids", "masked_lm_weights")
+_FLOAT_FEATURES = ("masked_lm_weights",)
+
+# Google's run_pretraining.py shuffles with a buffer of 100 records after interleaving files;
+# a larger buffer mixes better across the interleaved files at a few MB of host memory.
+_SHUFFLE_BUFFER_RECORDS = 1000
+_MAX_PARALLEL_FILES = 8
+
+
+class InputFileError(ValueError):
+    """A pre-training input file is missing, unreadable or does not have the expected features."""
+
+
+def feature_spec(max_seq_length, max_predictions_per_seq):
+    """The `tf.io.parse_example` spec of a pre-training record (Google's `name_to_features`)."""
+    spec = {name: tf.io.FixedLenFeature([max_seq_length], tf.int64)
+            for name in _SEQUENCE_FEATURES}
+    for name in _PREDICTION_FEATURES:
+        dtype = tf.float32 if name in _FLOAT_FEATURES else tf.int64
+        spec[name] = tf.io.FixedLenFeature([max_predictions_per_seq], dtype)
+    spec["next_sentence_labels"] = tf.io.FixedLenFeature([1], tf.int64)
+    return spec
+
+
+def expand_input_files(patterns, flag="--input_file"):
+    """The sorted files matching comma-separated glob `patterns` (Google's `--input_file`).
+
+    Sorted, so every worker of a multi-worker job sees the same list and shards it the same
+    way. A pattern matching nothing is an error naming it: a typo must not silently train on
+    fewer files.
+    """
+    if not patterns or not patterns.strip():
+        raise InputFileError(f"{flag} is empty: give comma-separated globs of TFRecord files")
+    files = set()
+    for pattern in (p.strip() for p in patterns.split(",")):
+        if not pattern:
+            continue
+        matches = [m for m in glob.glob(pattern) if os.path.isfile(m)]
+        if not matches:
+            raise InputFileError(f"{flag}: {pattern!r} matches no file")
+        files.update(matches)
+    return sorted(files)
+
+
+def record_lengths(path):
+    """`(max_seq_length, max_predictions_per_seq)` read from the first record of `path`,
+    after checking that it has every feature of the contract with the right type."""
+    try:
+        first = next(iter(tf.data.TFRecordDataset(path).take(1)), None)
+    except tf.errors.OpError as e:
+        raise InputFileError(f"{path}: not a readable TFRecord file ({e.message})") from e
+    if first is None:
+        raise InputFileError(f"{path}: holds no records")
+    example = tf.train.Example.FromString(first.numpy())
+    features = example.features.feature
+    lengths = {}
+    for name in _MODEL_NAMES:
+        if name not in features:
+            raise InputFileError(f"{path}: records lack the feature {name!r}; pre-training "
+                                 f"records need {sorted(_MODEL_NAMES)}")
+        kind = features[name].WhichOneof("kind")
+        expected = "float_list" if name in _FLOAT_FEATURES else "int64_list"
+        if kind != expected:
+            raise InputFileError(f"{path}: feature {name!r} is a {kind}, expected {expected}")
+        lengths[name] = len(getattr(features[name], kind).value)
+    if len({lengths[n] for n in _SEQUENCE_FEATURES}) != 1 or len(
+            {lengths[n] for n in _PREDICTION_FEATURES}) != 1 or lengths["next_sentence_labels"] != 1:
+        raise InputFileError(f"{path}: inconsistent feature lengths {lengths}")
+    return lengths["input_ids"], lengths["masked_lm_positions"]
+
+
+def _parse_batch(serialized, max_seq_length, max_predictions_per_seq):
+    parsed = tf.io.parse_example(serialized, feature_spec(max_seq_length, max_predictions_per_seq))
+    # TPUs have no int64 arithmetic, and int32 halves the host-to-device traffic.
+    batch = {_MODEL_NAMES[name]: (value if value.dtype == tf.float32 else tf.cast(value, tf.int32))
+             for name, value in parsed.items()}
+    batch["next_sentence_labels"] = batch["next_sentence_labels"][:, 0]
+    return batch
+
+
+def _per_replica_batch_size(global_batch_size, input_context):
+    if input_context is None:
+        return global_batch_size
+    return input_context.get_per_replica_batch_size(global_batch_size)
+
+
+def training_dataset(files, global_batch_size, max_seq_length, max_predictions_per_seq,
+                     input_context=None, seed=0, start_step=0):
+    """An endless, shuffled stream of per-replica batches for training.
+
+    The stream is a deterministic function of (`files`, `seed`, the number of input pipelines):
+    that is what makes resuming exact. A job restarted at global step `start_step` rebuilds
+    the same stream and skips the batches this pipeline fed before, at the level of raw
+    records (they are read but not parsed). tf.distribute's iterators cannot be checkpointed,
+    and skipping needs nothing but the step, on every strategy and every worker.
+
+    Args:
+      files: TFRecord files (`expand_input_files`), the same sorted list on every worker.
+      global_batch_size: examples per training step over all replicas.
+      input_context: the `tf.distribute.InputContext` given to the dataset function of
+        `strategy.distribute_datasets_from_function` (None: one pipeline, one replica).
+        Pipelines read disjoint files when there are at least as many files as pipelines, and
+        disjoint records of the same files otherwise.
+      seed: the shuffling seed.
+      start_step: the global step the stream starts at.
+    """
+    num_pipelines = input_context.num_input_pipelines if input_context else 1
+    pipeline_id = input_context.input_pipeline_id if input_context else 0
+    replicas_per_pipeline = (input_context.num_replicas_in_sync // num_pipelines
+                             if input_context else 1)
+    shard_files = len(files) >= num_pipelines
+    if shard_files:
+        files = files[pipeline_id::num_pipelines]
+    # As Google's run_pretraining.py: shuffle the files, read several at once, shuffle records.
+    filenames = tf.data.Dataset.from_tensor_slices(files).shuffle(len(files), seed=seed).repeat()
+    records = filenames.interleave(
+        tf.data.TFRecordDataset, cycle_length=min(len(files), _MAX_PARALLEL_FILES),
+        num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    if not shard_files:
+        records = records.shard(num_pipelines, pipeline_id)
+    records = records.shuffle(_SHUFFLE_BUFFER_RECORDS, seed=seed + 1)
+    batches = records.batch(_per_replica_batch_size(global_batch_size, input_context),
+                            drop_remainder=True)
+    # Each step takes one batch per replica this pipeline feeds.
+    batches = batches.skip(start_step * replicas_per_pipeline)
+    batches = batches.map(lambda s: _parse_batch(s, max_seq_length, max_predictions_per_seq),
+                          num_parallel_calls=tf.data.AUTOTUNE)
+    return batches.prefetch(tf.data.AUTOTUNE)
+
+
+def count_records(files, limit=None):
+    """The number of records in `files` (stopping at `limit`); an unreadable file is an
+    `InputFileError` naming it."""
+    total = 0
+    for path in files:
+        remaining = None if limit is None else limit - total
+        if remaining is not None and remaining <= 0:
+            break
+        records = tf.data.TFRecordDataset(path)
+        if remaining is not None:
+            records = records.take(remaining)
+        try:
+            total += int(records.reduce(np.int64(0), lambda count, _: count + 1))
+        except tf.errors.OpError as e:
+            raise InputFileError(f"{path}: corrupt or truncated TFRecord file ({e.message})") from e
+    return total
+
+
+def _padding_record(max_seq_length, max_predictions_per_seq):
+    # An all-zero input_mask marks a padding example: a real one always has [CLS]. Its
+    # masked_lm_weights are 0 too, so it adds nothing to any loss or metric.
+    features = {name: tf.train.Feature(float_list=tf.train.FloatList(value=[0.0] * length))
+                if name in _FLOAT_FEATURES else
+                tf.train.Feature(int64_list=tf.train.Int64List(value=[0] * length))
+                for name, length in (
+                    [(n, max_seq_length) for n in _SEQUENCE_FEATURES]
+                    + [(n, max_predictions_per_seq) for n in _PREDICTION_FEATURES]
+                    + [("next_sentence_labels", 1)])}
+    return tf.train.Example(features=tf.train.Features(feature=features)).SerializeToString()
+
+
+def evaluation_dataset(files, global_batch_size, max_seq_length, max_predictions_per_seq,
+                       num_records, input_context=None):
+    """The first `num_records` records of `files`, in order, as per-replica batches.
+
+    The last global batch is completed with padding examples (all-zero `input_mask`, zero
+    `masked_lm_weights`) rather than dropped, so every record counts, shapes stay static,
+    and every pipeline runs the same number of steps (a multi-worker job must). Pipelines
+    take disjoint records.
+    """
+    num_pipelines = input_context.num_input_pipelines if input_context else 1
+    pipeline_id = input_context.input_pipeline_id if input_context else 0
+    padding = -num_records % global_batch_size
+    records = tf.data.TFRecordDataset(files).take(num_records).concatenate(
+        tf.data.Dataset.from_tensors(_padding_record(max_seq_length, max_predictions_per_seq))
+        .repeat(padding))
+    records = records.shard(num_pipelines, pipeline_id)
+    batches = records.batch(_per_replica_batch_size(global_batch_size, input_context),
+                            drop_remainder=True)
+    batches = batches.map(lambda s: _parse_batch(s, max_seq_length, max_predictions_per_seq),
+                          num_parallel_calls=tf.data.AUTOTUNE)
+    return batches.prefetch(tf.data.AUTOTUNE)
+
+
+def find_unreadable_file(files, max_seq_length, max_predictions_per_seq):
+    """`(path, message)` of the first file that cannot be read and parsed, else None."""
+    for path in files:
+        batches = tf.data.TFRecordDataset(path).batch(1024).map(
+            lambda s: _parse_batch(s, max_seq_length, max_predictions_per_seq))
+        try:
+            for _ in batches:
+                pass
+        except tf.errors.OpError as e:
+            return path, e.message
+    return None
+
+
+@contextlib.contextmanager
+def naming_bad_input_files(files, max_seq_length, max_predictions_per_seq):
+    """Turns a read or parse error of the input pipeline into an `InputFileError` naming the
+    file.
+
+    TensorFlow's own message ("corrupted record at 39", "truncated record") does not say which
+    of the possibly thousands of files is bad. On such an error, the files are re-read one by
+    one to find it; errors not caused by a file propagate unchanged.
+    """
+    try:
+        yield
+    except (tf.errors.DataLossError, tf.errors.InvalidArgumentError) as error:
+        bad = find_unreadable_file(files, max_seq_length, max_predictions_per_seq)
+        if bad is None:
+            raise
+        path, message = bad
+        raise InputFileError(f"{path}: corrupt, truncated or not a pre-training record file "
+                             f"({message})") from error

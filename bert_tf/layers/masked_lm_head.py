@@ -1,0 +1,73 @@
+"""`MaskedLMHead`: BERT's masked-language-model output layer, scored at the masked positions."""
+
+import keras
+import tensorflow as tf
+
+from bert_tf.layers.activations import get_activation
+
+
+@keras.saving.register_keras_serializable(package="bert_tf")
+class MaskedLMHead(keras.layers.Layer):
+    """Predicts the original token at each masked position, as Google's `run_pretraining.py`.
+
+    Only the `masked_lm_positions` of each sequence are gathered and scored (at most
+    `max_predictions_per_seq`, ~15% of the tokens): the `[hidden, vocab]` decoder is the
+    largest matmul of pre-training, and running it over every position would waste ~85% of it.
+
+    The gathered vectors go through a `transform` (dense + activation + LayerNorm, Google's
+    `cls/predictions/transform`), then the decoder, which is the *word embedding table* of the
+    encoder (tied, as in the paper: `logits = h @ E^T + output_bias`). The table is an argument
+    of `call`, not a weight of this layer, so it stays the encoder's variable and its gradient
+    sums both uses.
+
+    Computes in float32 under every dtype policy (like the package's task heads): its logits
+    feed a softmax over the whole vocabulary.
+
+    Example:
+        >>> head = MaskedLMHead(vocab_size=100, hidden_size=8)
+        >>> sequence_output = tf.random.normal([2, 5, 8])
+        >>> positions = tf.constant([[1, 3], [0, 0]])    # padded with position 0
+        >>> head(sequence_output, positions, tf.random.normal([100, 8])).shape
+        TensorShape([2, 2, 100])
+    """
+
+    def __init__(self, vocab_size, hidden_size, activation="gelu", initializer_range=0.02,
+                 layer_norm_eps=1e-12, **kwargs):
+        kwargs["dtype"] = "float32"  # fixed, see above; get_config round-trips it
+        super().__init__(**kwargs)
+        self.vocab_size = vocab_size
+        self.hidden_size = hidden_size
+        self.activation = activation
+        self.initializer_range = initializer_range
+        self.layer_norm_eps = layer_norm_eps
+        self._activation_fn = get_activation(activation)
+        self.transform = keras.layers.Dense(
+            hidden_size, kernel_initializer=keras.initializers.TruncatedNormal(
+                stddev=initializer_range), dtype="float32", name="transform")
+        self.transform_layer_norm = keras.layers.LayerNormalization(
+            epsilon=layer_norm_eps, dtype="float32", name="transform_layer_norm")
+
+    def build(self, sequence_output_shape=None, positions_shape=None, table_shape=None):
+        self.transform.build((None, self.hidden_size))
+        self.transform_layer_norm.build((None, self.hidden_size))
+        self.output_bias = self.add_weight(name="output_bias", shape=(self.vocab_size,),
+                                           initializer="zeros")
+        self.built = True
+
+    def call(self, sequence_output, masked_lm_positions, embedding_table):
+        # [batch, seq, hidden] at [batch, predictions] -> [batch, predictions, hidden].
+        gathered = tf.gather(tf.cast(sequence_output, tf.float32),
+                             tf.cast(masked_lm_positions, tf.int32), batch_dims=1)
+        hidden = self.transform_layer_norm(self._activation_fn(self.transform(gathered)))
+        logits = tf.matmul(hidden, tf.cast(embedding_table, tf.float32), transpose_b=True)
+        return logits + self.output_bias
+
+    def compute_output_shape(self, sequence_output_shape, positions_shape=None, table_shape=None):
+        return (*tuple(positions_shape or (None, None)), self.vocab_size)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(vocab_size=self.vocab_size, hidden_size=self.hidden_size,
+                      activation=self.activation, initializer_range=self.initializer_range,
+                      layer_norm_eps=self.layer_norm_eps)
+        return config

@@ -1,0 +1,75 @@
+"""The pre-training optimizers: AdamW or LAMB, no weight decay on LayerNorm and biases,
+global-norm clipping, optional loss scaling.
+
+Gradients reach these optimizers already summed over replicas. The train step sums them
+itself because global-norm clipping must see the *global* gradient, and Keras' TensorFlow
+optimizer clips inside `apply()` before its own cross-replica sum, i.e. per replica. So the
+optimizers made here skip that second sum (`_SummedByTrainStep`).
+
+Example:
+    >>> optimizer = create_optimizer("lamb", WarmupPolynomialDecay(1e-3, 1000, 100),
+    ...                              model.trainable_variables)
+"""
+
+import re
+
+import keras
+
+from bert_tf.training.lamb import Lamb
+
+OPTIMIZERS = ("adamw", "lamb")
+
+# Google's run_pretraining.py excludes variables whose name has "LayerNorm", "layer_norm" or
+# "bias" from weight decay; in this package's Keras paths, LayerNorms are "*layer_norm*".
+_NO_WEIGHT_DECAY = re.compile(r"layer_norm|bias")
+
+if not hasattr(keras.optimizers.Optimizer, "_all_reduce_sum_gradients"):
+    raise ImportError(  # _SummedByTrainStep would silently stop working
+        f"keras {keras.__version__}'s TensorFlow optimizer no longer has "
+        f"`_all_reduce_sum_gradients`: update bert_tf/training/optimizers.py")
+
+
+class _SummedByTrainStep:
+    """Mixin: gradients arrive summed over replicas; do not sum them again."""
+
+    def _all_reduce_sum_gradients(self, grads_and_vars):
+        return grads_and_vars
+
+
+class _AdamW(_SummedByTrainStep, keras.optimizers.AdamW):
+    pass
+
+
+class _Lamb(_SummedByTrainStep, Lamb):
+    pass
+
+
+def create_optimizer(name, learning_rate, trainable_variables, weight_decay_rate=0.01,
+                     clip_norm=1.0, loss_scaling=False):
+    """A built optimizer for `trainable_variables`.
+
+    Args:
+      name: "adamw" (Google's BERT optimizer; Keras' AdamW, which also corrects the moments'
+        bias, as later BERT code does) or "lamb" (`Lamb`, for large batches).
+      learning_rate: a float or a schedule (`WarmupPolynomialDecay`).
+      trainable_variables: the model's; those whose path has "layer_norm" or "bias" get no
+        weight decay.
+      weight_decay_rate: Google's 0.01.
+      clip_norm: clip the global gradient norm to this (Google: 1.0); None or 0 disables.
+      loss_scaling: wrap in `keras.optimizers.LossScaleOptimizer` (float16 training).
+    """
+    clipping = {"global_clipnorm": clip_norm} if clip_norm else {}
+    if name == "adamw":
+        optimizer = _AdamW(learning_rate=learning_rate, weight_decay=weight_decay_rate,
+                           beta_1=0.9, beta_2=0.999, epsilon=1e-6, **clipping)
+    elif name == "lamb":
+        optimizer = _Lamb(learning_rate=learning_rate, weight_decay_rate=weight_decay_rate,
+                          beta_1=0.9, beta_2=0.999, epsilon=1e-6, **clipping)
+    else:
+        raise ValueError(f"Unknown optimizer {name!r}; choose one of {OPTIMIZERS}")
+    optimizer.exclude_from_weight_decay(
+        var_list=[v for v in trainable_variables if _NO_WEIGHT_DECAY.search(v.path)])
+    if loss_scaling:
+        optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
+    optimizer.build(trainable_variables)
+    return optimizer

@@ -1,0 +1,86 @@
+"""BERT's pre-training loss and metrics, as Google's `run_pretraining.py` defines them, built
+from sums so that they are exact however a batch is split.
+
+Google's loss is the masked-LM cross-entropy averaged over the real predictions (weighted by
+`masked_lm_weights`, which are 0 on the padding of `masked_lm_positions`) plus the
+next-sentence cross-entropy averaged over the examples. Averaging per replica (or per
+micro-batch) and then averaging those averages is *not* that loss when replicas hold different
+numbers of real predictions; dividing each replica's sum by the whole batch's count is. So a
+step first computes `statistics` (sums) per replica, and the loss divides by global totals.
+
+Example:
+    >>> stats = pretraining_statistics(pretrainer(features), features)
+    >>> loss = pretraining_loss(stats, total_masked_lm_weight=stats["masked_lm_weight"],
+    ...                         total_examples=stats["examples"])
+    >>> pretraining_metrics({k: float(v) for k, v in stats.items()})["masked_lm_accuracy"]
+"""
+
+import tensorflow as tf
+
+STATISTICS = ("masked_lm_loss_sum", "masked_lm_correct", "masked_lm_weight",
+              "next_sentence_loss_sum", "next_sentence_correct", "examples")
+
+METRICS = ("loss", "masked_lm_loss", "masked_lm_accuracy", "next_sentence_loss",
+           "next_sentence_accuracy")
+
+# Google's run_pretraining.py adds this to the masked-LM denominator (a batch could hold no
+# real prediction at all).
+_DENOMINATOR_EPSILON = 1e-5
+
+
+def _correct(logits, labels):
+    return tf.cast(tf.equal(tf.argmax(logits, axis=-1, output_type=tf.int32), labels), tf.float32)
+
+
+def pretraining_statistics(outputs, features):
+    """Float32 scalar sums over a batch: the `STATISTICS` names.
+
+    Args:
+      outputs: `BertPretrainer` outputs (`mlm_logits`, `next_sentence_logits`).
+      features: the batch (`masked_lm_ids`, `masked_lm_weights`, `next_sentence_labels`,
+        `input_mask`). An example whose `input_mask` is all zeros is padding (evaluation
+        completes its last batch with such) and counts for nothing.
+    """
+    mlm_labels = tf.cast(features["masked_lm_ids"], tf.int32)
+    mlm_weights = tf.cast(features["masked_lm_weights"], tf.float32)
+    mlm_loss = tf.nn.sparse_softmax_cross_entropy_with_logits(
+        labels=mlm_labels, logits=outputs["mlm_logits"])
+    nsp_labels = tf.cast(features["next_sentence_labels"], tf.int32)
+    nsp_loss = tf.nn.sparse_softmax_cross_entropy_with_logits(
+        labels=nsp_labels, logits=outputs["next_sentence_logits"])
+    # A real example's mask is 1 at [CLS] (position 0).
+    example_weights = tf.cast(features["input_mask"][:, 0], tf.float32)
+    return {
+        "masked_lm_loss_sum": tf.reduce_sum(mlm_weights * mlm_loss),
+        "masked_lm_correct": tf.reduce_sum(mlm_weights * _correct(outputs["mlm_logits"],
+                                                                  mlm_labels)),
+        "masked_lm_weight": tf.reduce_sum(mlm_weights),
+        "next_sentence_loss_sum": tf.reduce_sum(example_weights * nsp_loss),
+        "next_sentence_correct": tf.reduce_sum(
+            example_weights * _correct(outputs["next_sentence_logits"], nsp_labels)),
+        "examples": tf.reduce_sum(example_weights),
+    }
+
+
+def pretraining_loss(statistics, total_masked_lm_weight, total_examples):
+    """This batch's share of the loss of the whole (global) batch whose totals are given:
+    summed over all shares, it is Google's `masked_lm_loss + next_sentence_loss`."""
+    return (statistics["masked_lm_loss_sum"] / (total_masked_lm_weight + _DENOMINATOR_EPSILON)
+            + statistics["next_sentence_loss_sum"] / total_examples)
+
+
+def pretraining_metrics(totals):
+    """The `METRICS` (Python floats) from `STATISTICS` summed over any number of batches; the
+    means Google's `run_pretraining.py` evaluation reports (`masked_lm_*` weighted by
+    `masked_lm_weights`)."""
+    totals = {name: float(totals[name]) for name in STATISTICS}
+    mlm_count = max(totals["masked_lm_weight"], _DENOMINATOR_EPSILON)
+    examples = max(totals["examples"], 1.0)
+    metrics = {
+        "masked_lm_loss": totals["masked_lm_loss_sum"] / mlm_count,
+        "masked_lm_accuracy": totals["masked_lm_correct"] / mlm_count,
+        "next_sentence_loss": totals["next_sentence_loss_sum"] / examples,
+        "next_sentence_accuracy": totals["next_sentence_correct"] / examples,
+    }
+    metrics["loss"] = metrics["masked_lm_loss"] + metrics["next_sentence_loss"]
+    return {name: metrics[name] for name in METRICS}
