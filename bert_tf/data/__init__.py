@@ -1,0 +1,1 @@
+"""Reading pre-training TFRecords (`pretraining_dataset`)."""

@@ -1,0 +1,1 @@
+"""Pre-training under tf.distribute: `PretrainingTrainer`, its optimizers, schedule and loss."""
