@@ -47,8 +47,8 @@ def submit_concurrently(queue, requests):
 
 def test_concurrent_requests_are_merged_and_split_back():
     model = RecordingModel()
-    # A long timeout: all 6 requests arrive well within it, and the batch runs once full.
-    queue = BatchingQueue(model, max_batch_size=8, batch_timeout_micros=2_000_000)
+    # A long timeout: all 6 requests arrive well within it.
+    queue = BatchingQueue(model, max_batch_size=8, batch_timeout_micros=500_000)
     requests = [{"x": np.arange(i, i + 1 + i % 2)} for i in range(6)]  # 1 or 2 rows each
     try:
         results = submit_concurrently(queue, requests)

@@ -1,5 +1,6 @@
 """tools/serve.py as a user runs it: a separate process, found through the line it prints,
-answering the official stubs and REST, shutting down cleanly on SIGTERM."""
+answering the official stubs and REST, shutting down cleanly on SIGTERM. (Importing TensorFlow
+makes each process slow to start, so the in-process tests cover the option variants.)"""
 
 import http.client
 import json
@@ -112,21 +113,3 @@ def test_serves_grpc_and_rest_then_stops_on_sigterm(serve_process, toy_base_path
     process.process.send_signal(signal.SIGTERM)
     code, output = process.finish()
     assert code == 0, output
-
-
-def test_model_name_defaults_to_the_directory_name_and_rest_can_be_off(serve_process,
-                                                                       toy_base_path):
-    process = serve_process(f"--model_base_path={toy_base_path}", "--port=0",
-                            "--rest_api_port=0", "--file_system_poll_wait_seconds=0")
-    ready = process.ready()
-    assert ready is not None, "".join(process.output)
-    assert ready["name"] == os.path.basename(toy_base_path) and ready["rest"] is None
-    process.process.send_signal(signal.SIGINT)
-    assert process.finish()[0] == 0
-
-
-def test_a_missing_base_path_is_reported(serve_process, tmp_path):
-    missing = tmp_path / "no_such_model"
-    code, output = serve_process(f"--model_base_path={missing}", "--port=0").finish()
-    assert code == 1
-    assert f"serve: --model_base_path {missing} is not a directory" in output
