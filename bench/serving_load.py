@@ -1,0 +1,391 @@
+"""Load test of tools/serve.py, plus the in-process latency of the same SavedModel.
+
+Starts `tools/serve.py` in its own process on 127.0.0.1 and sends it `--clients` concurrent
+clients x `--requests_per_client` Predict requests of one text each (official gRPC stubs, or
+REST with `--protocol=rest`); a `--malformed_fraction` of them are bad requests (wrong input
+name, wrong dtype, empty batch, oversized batch, unknown version, unknown model) that must get
+their INVALID_ARGUMENT / NOT_FOUND. Every valid answer is checked against the SavedModel called
+in process. Reports p50/p99 latency and throughput of the valid requests, then the in-process
+latency at batch 1 and 32 (measured first, before the server starts, so that nothing competes
+for the cores). Everything is bounded: request counts, per-call timeouts and `--time_limit`.
+
+The model is a text classifier with a `serving_default` signature over raw strings `text` ->
+`probabilities` (and `label`), as `tools/export_savedmodel.py --export_type=classifier` writes.
+Without `--model_base_path` a BERT-sized stand-in is built first: `BertEncoder` from
+`official_configs/<--standin_config>.json` with random weights and a 2-way dense head, reading
+whitespace words hashed to ids with `tf.strings.to_hash_bucket_fast`, packed `[CLS] ... [SEP]`
+and padded to `--seq_length`.
+
+Example:
+    python bench/serving_load.py                                  # BERT-base stand-in, seq 128
+    python bench/serving_load.py --model_base_path=/tmp/export/sst2 --protocol=rest
+"""
+
+import base64
+import concurrent.futures
+import http.client
+import json
+import os
+import queue
+import re
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, REPO_ROOT)
+
+from absl import app, flags  # noqa: E402
+
+flags.DEFINE_string("model_base_path", None, "TF Serving layout <base>/<version>/saved_model.pb "
+                    "of a text classifier; default: build the stand-in in a temporary directory.")
+flags.DEFINE_string("standin_config", "bert_base", "official_configs/ name of the stand-in.")
+flags.DEFINE_integer("seq_length", 128, "Stand-in sequence length.")
+flags.DEFINE_enum("protocol", "grpc", ["grpc", "rest"], "API the clients use.")
+flags.DEFINE_integer("clients", 8, "Concurrent clients.")
+flags.DEFINE_integer("requests_per_client", 200, "Requests each client sends.")
+flags.DEFINE_float("malformed_fraction", 0.1, "Share of requests that are bad on purpose.")
+flags.DEFINE_integer("max_batch_size", 32, "Server --max_batch_size.")
+flags.DEFINE_integer("batch_timeout_micros", 2000, "Server --batch_timeout_micros.")
+flags.DEFINE_integer("inprocess_iterations", 10, "Timed calls per batch size in process.")
+flags.DEFINE_float("time_limit", 1200, "Seconds after which clients stop sending.")
+flags.DEFINE_string("output_json", None, "Also write the results here.")
+FLAGS = flags.FLAGS
+
+CALL_TIMEOUT = 120
+STARTUP_SECONDS = 300
+WORDS = ("the film is a quiet and moving portrait of grief that never quite earns its long "
+         "running time but the lead performance is remarkable and the score lingers").split()
+MALFORMED_KINDS = ("wrong input name", "wrong dtype", "empty batch", "oversized batch",
+                   "unknown version", "unknown model")
+
+
+def sentences(count=64):
+    """Deterministic review-like texts of 6 to 160 words (so some truncate at seq 128)."""
+    return [" ".join(WORDS[(i * 7 + j) % len(WORDS)] for j in range(6 + (i * 37) % 155))
+            for i in range(count)]
+
+
+def build_standin(base_path, config_name, seq_length):
+    """Writes the BERT-sized stand-in classifier as <base_path>/1 and returns base_path."""
+    import keras
+    import tensorflow as tf
+
+    import bert_tf
+
+    config = bert_tf.BertConfig.from_name(config_name)
+    encoder = bert_tf.BertEncoder(config)
+    head = keras.layers.Dense(2, name="classifier")
+    head.build((None, config.hidden_size))
+
+    class StandinClassifier(tf.Module):
+        def __init__(self):
+            super().__init__()
+            self.encoder, self.head = encoder, head
+
+        @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text")])
+        def serve(self, text):
+            words = tf.strings.split(tf.strings.lower(text))
+            # Ids 0..999 are left to [PAD], [CLS], [SEP] and the like, as in BERT's vocab.
+            ids = tf.strings.to_hash_bucket_fast(words, config.vocab_size - 1000) + 1000
+            ids = tf.cast(ids[:, :seq_length - 2], tf.int32)
+            batch = tf.shape(text)[:1]
+            ids = tf.concat([tf.fill(tf.concat([batch, [1]], 0), 101), ids,
+                             tf.fill(tf.concat([batch, [1]], 0), 102)], axis=1)
+            word_ids = ids.to_tensor(0, shape=[None, seq_length])
+            outputs = self.encoder({"input_word_ids": word_ids,
+                                    "input_mask": tf.cast(word_ids > 0, tf.int32),
+                                    "input_type_ids": tf.zeros_like(word_ids)}, training=False)
+            probabilities = tf.nn.softmax(self.head(outputs["pooled_output"]))
+            return {"probabilities": probabilities,
+                    "label": tf.argmax(probabilities, axis=-1, output_type=tf.int32)}
+
+    module = StandinClassifier()
+    tf.saved_model.save(module, os.path.join(base_path, "1"),
+                        signatures={"serving_default": module.serve})
+    return base_path
+
+
+def newest_version_path(base_path):
+    versions = [int(name) for name in os.listdir(base_path) if re.fullmatch(r"[0-9]+", name)]
+    return os.path.join(base_path, str(max(versions)))
+
+
+def inprocess_latency(serve, texts, batch_size, iterations):
+    """Median and p90 milliseconds of `iterations` direct calls at `batch_size`, after 2
+    warm-up calls."""
+    import tensorflow as tf
+    batch = tf.constant((texts * (batch_size // len(texts) + 1))[:batch_size])
+    for _ in range(2):
+        serve(text=batch)
+    times = []
+    for _ in range(iterations):
+        start = time.perf_counter()
+        serve(text=batch)["probabilities"].numpy()
+        times.append((time.perf_counter() - start) * 1000)
+    return {"batch_size": batch_size, "median_ms": statistics.median(times),
+            "p90_ms": _percentile(times, 90), "iterations": iterations}
+
+
+def _percentile(values, q):
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q / 100 * (len(ordered) - 1))))]
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Server:
+    """tools/serve.py in a subprocess, found through its ready line."""
+
+    READY = re.compile(r"gRPC at 127\.0\.0\.1:(\d+), REST at http://127\.0\.0\.1:(\d+)")
+
+    def __init__(self, base_path, model_name, max_batch_size, batch_timeout_micros):
+        rest_port = free_port()
+        self.process = subprocess.Popen(
+            [sys.executable, os.path.join(REPO_ROOT, "tools", "serve.py"),
+             f"--model_base_path={base_path}", f"--model_name={model_name}", "--port=0",
+             f"--rest_api_port={rest_port}", f"--max_batch_size={max_batch_size}",
+             f"--batch_timeout_micros={batch_timeout_micros}",
+             "--file_system_poll_wait_seconds=0"],
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+            env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+        lines = queue.Queue()
+        threading.Thread(target=lambda: [lines.put(line) for line in self.process.stdout],
+                         daemon=True).start()
+        deadline = time.monotonic() + STARTUP_SECONDS
+        while True:
+            line = lines.get(timeout=max(1.0, deadline - time.monotonic()))
+            match = self.READY.search(line)
+            if match:
+                self.port, self.rest_port = int(match[1]), int(match[2])
+                return
+
+    def stop(self):
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(timeout=30)
+
+
+class GrpcClient:
+    """Predict over the official stubs; returns (outputs, None) or (None, status name)."""
+
+    def __init__(self, port, model_name):
+        import grpc
+        from tensorflow_serving.apis import predict_pb2, prediction_service_pb2_grpc
+        self._grpc, self._predict_pb2 = grpc, predict_pb2
+        self._channel = grpc.insecure_channel(f"127.0.0.1:{port}")
+        self._stub = prediction_service_pb2_grpc.PredictionServiceStub(self._channel)
+        self.model_name = model_name
+
+    def predict(self, inputs, model_name=None, version=None):
+        import tensorflow as tf
+        request = self._predict_pb2.PredictRequest()
+        request.model_spec.name = model_name or self.model_name
+        if version is not None:
+            request.model_spec.version.value = version
+        for name, value in inputs.items():
+            request.inputs[name].CopyFrom(tf.make_tensor_proto(value))
+        try:
+            response = self._stub.Predict(request, timeout=CALL_TIMEOUT)
+        except self._grpc.RpcError as error:
+            return None, error.code().name
+        return {name: tf.make_ndarray(proto) for name, proto in response.outputs.items()}, None
+
+    def close(self):
+        self._channel.close()
+
+
+class RestClient:
+    """POST :predict in row format over one kept-alive connection; same results as GrpcClient."""
+
+    STATUS_NAMES = {400: "INVALID_ARGUMENT", 404: "NOT_FOUND"}
+
+    def __init__(self, port, model_name):
+        self._connection = http.client.HTTPConnection("127.0.0.1", port, timeout=CALL_TIMEOUT)
+        self.model_name = model_name
+
+    def predict(self, inputs, model_name=None, version=None):
+        import numpy as np
+        path = f"/v1/models/{model_name or self.model_name}"
+        path += f"/versions/{version}:predict" if version is not None else ":predict"
+        ((name, value),) = inputs.items()
+        rows = [_json_value(v) for v in np.asarray(value, dtype=object).tolist()]
+        self._connection.request("POST", path, body=json.dumps({"instances": [
+            {name: row} for row in rows]} if name != "text" else {"instances": rows}))
+        response = self._connection.getresponse()
+        body = json.loads(response.read())
+        if response.status != 200:
+            return None, self.STATUS_NAMES.get(response.status, f"HTTP {response.status}")
+        predictions = body["predictions"]
+        return {key: np.array([row[key] for row in predictions]) for key in predictions[0]}, None
+
+    def close(self):
+        self._connection.close()
+
+
+def _json_value(value):
+    if isinstance(value, bytes):
+        return {"b64": base64.b64encode(value).decode()}
+    return value
+
+
+def malformed_request(kind, text, max_batch_size):
+    """(inputs, model_name, version, expected status) of one bad request of `kind`."""
+    import numpy as np
+    return {
+        "wrong input name": ({"sentence": np.array([text], object)}, None, None,
+                             "INVALID_ARGUMENT"),
+        "wrong dtype": ({"text": np.array([1.0], np.float32)}, None, None, "INVALID_ARGUMENT"),
+        "empty batch": ({"text": np.array([], object)}, None, None, "INVALID_ARGUMENT"),
+        "oversized batch": ({"text": np.array([text] * (max_batch_size + 1), object)}, None,
+                            None, "INVALID_ARGUMENT"),
+        "unknown version": ({"text": np.array([text], object)}, None, 999999, "NOT_FOUND"),
+        "unknown model": ({"text": np.array([text], object)}, "no_such_model", None,
+                          "NOT_FOUND"),
+    }[kind]
+
+
+def run_load(client_factory, texts, expected, deadline):
+    """Runs every client; returns the per-request records (kind, ok, latency seconds)."""
+    import numpy as np
+    every = max(1, round(1 / FLAGS.malformed_fraction)) if FLAGS.malformed_fraction else 0
+
+    def one_client(index):
+        client = client_factory()
+        records = []
+        try:
+            for i in range(FLAGS.requests_per_client):
+                if time.monotonic() > deadline:
+                    break
+                n = index * FLAGS.requests_per_client + i
+                text = texts[n % len(texts)]
+                if every and n % every == every - 1:
+                    kind = MALFORMED_KINDS[(n // every) % len(MALFORMED_KINDS)]
+                    inputs, model_name, version, want = malformed_request(
+                        kind, text, FLAGS.max_batch_size)
+                    outputs, status = client.predict(inputs, model_name, version)
+                    records.append((kind, status == want, None, status))
+                    continue
+                start = time.perf_counter()
+                outputs, status = client.predict({"text": np.array([text], object)})
+                latency = time.perf_counter() - start
+                ok = status is None and _matches(outputs, expected[text])
+                records.append(("valid", ok, latency, status))
+        finally:
+            client.close()
+        return records
+
+    with concurrent.futures.ThreadPoolExecutor(FLAGS.clients) as pool:
+        return [r for records in pool.map(one_client, range(FLAGS.clients)) for r in records]
+
+
+def warm_up(client_factory, texts):
+    """Two untimed rounds of concurrent requests: the server's first calls pay one-off costs
+    (kernel selection, memory pools) that a steady-state latency should not include."""
+    import numpy as np
+
+    def call(i):
+        client = client_factory()
+        try:
+            client.predict({"text": np.array([texts[i % len(texts)]], object)})
+        finally:
+            client.close()
+
+    with concurrent.futures.ThreadPoolExecutor(FLAGS.clients) as pool:
+        for _ in range(2):
+            list(pool.map(call, range(FLAGS.clients)))
+
+
+def _matches(outputs, expected):
+    import numpy as np
+    probabilities = np.asarray(outputs["probabilities"], np.float32)
+    # Batching changes matmul shapes, so float32 round-off differs from the single-row call.
+    return (np.allclose(probabilities, expected, atol=1e-4)
+            and int(np.asarray(outputs["label"])[0]) == int(np.argmax(probabilities[0])))
+
+
+def summarize(records, wall_seconds):
+    valid = [r for r in records if r[0] == "valid"]
+    latencies = [r[2] * 1000 for r in valid if r[1]]
+    malformed = [r for r in records if r[0] != "valid"]
+    return {
+        "requests": len(records), "valid": len(valid),
+        "valid_failures": sum(not r[1] for r in valid),
+        "valid_failure_statuses": sorted({str(r[3]) for r in valid if not r[1]}),
+        "malformed": len(malformed),
+        "malformed_wrong_status": sum(not r[1] for r in malformed),
+        "p50_ms": _percentile(latencies, 50) if latencies else None,
+        "p99_ms": _percentile(latencies, 99) if latencies else None,
+        "mean_ms": statistics.mean(latencies) if latencies else None,
+        "valid_per_second": len(latencies) / wall_seconds,
+        "requests_per_second": len(records) / wall_seconds,
+        "wall_seconds": wall_seconds,
+    }
+
+
+def main(argv):
+    if len(argv) > 1:
+        raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
+    import tensorflow as tf
+
+    with tempfile.TemporaryDirectory() as scratch:
+        base_path = FLAGS.model_base_path
+        if base_path is None:
+            print(f"Building the {FLAGS.standin_config} stand-in (seq {FLAGS.seq_length})...",
+                  flush=True)
+            base_path = build_standin(os.path.join(scratch, "standin"), FLAGS.standin_config,
+                                      FLAGS.seq_length)
+        model_name = os.path.basename(os.path.normpath(base_path))
+        serve = tf.saved_model.load(newest_version_path(base_path)).signatures["serving_default"]
+        texts = sentences()
+        expected = {text: serve(text=tf.constant([text]))["probabilities"].numpy()
+                    for text in texts}
+        inprocess = [inprocess_latency(serve, texts, batch_size, FLAGS.inprocess_iterations)
+                     for batch_size in (1, 32)]
+        for row in inprocess:
+            print(f"in-process batch {row['batch_size']}: median {row['median_ms']:.1f} ms, "
+                  f"p90 {row['p90_ms']:.1f} ms", flush=True)
+
+        server = Server(base_path, model_name, FLAGS.max_batch_size, FLAGS.batch_timeout_micros)
+        try:
+            if FLAGS.protocol == "grpc":
+                def client_factory():
+                    return GrpcClient(server.port, model_name)
+            else:
+                def client_factory():
+                    return RestClient(server.rest_port, model_name)
+            warm_up(client_factory, texts)
+            start = time.monotonic()
+            records = run_load(client_factory, texts, expected, start + FLAGS.time_limit)
+            result = summarize(records, time.monotonic() - start)
+        finally:
+            server.stop()
+
+    result.update(protocol=FLAGS.protocol, clients=FLAGS.clients,
+                  requests_per_client=FLAGS.requests_per_client,
+                  max_batch_size=FLAGS.max_batch_size,
+                  batch_timeout_micros=FLAGS.batch_timeout_micros,
+                  model=FLAGS.model_base_path or f"{FLAGS.standin_config} stand-in, seq "
+                                                 f"{FLAGS.seq_length}",
+                  inprocess=inprocess)
+    print(json.dumps(result, indent=2))
+    if FLAGS.output_json:
+        with open(FLAGS.output_json, "w") as f:
+            json.dump(result, f, indent=2)
+    # The load test's own pass/fail: every valid request answered correctly.
+    return 1 if result["valid_failures"] or result["malformed_wrong_status"] else 0
+
+
+if __name__ == "__main__":
+    app.run(main)
