@@ -47,7 +47,8 @@ class MaskedLMHead(keras.layers.Layer):
         self.transform_layer_norm = keras.layers.LayerNormalization(
             epsilon=layer_norm_eps, dtype="float32", name="transform_layer_norm")
 
-    def build(self, sequence_output_shape=None, positions_shape=None, table_shape=None):
+    def build(self, sequence_output_shape=None, masked_lm_positions_shape=None,
+              embedding_table_shape=None):
         self.transform.build((None, self.hidden_size))
         self.transform_layer_norm.build((None, self.hidden_size))
         self.output_bias = self.add_weight(name="output_bias", shape=(self.vocab_size,),
@@ -62,8 +63,9 @@ class MaskedLMHead(keras.layers.Layer):
         logits = tf.matmul(hidden, tf.cast(embedding_table, tf.float32), transpose_b=True)
         return logits + self.output_bias
 
-    def compute_output_shape(self, sequence_output_shape, positions_shape=None, table_shape=None):
-        return (*tuple(positions_shape or (None, None)), self.vocab_size)
+    def compute_output_shape(self, sequence_output_shape, masked_lm_positions_shape,
+                             embedding_table_shape=None):
+        return (*tuple(masked_lm_positions_shape), self.vocab_size)
 
     def get_config(self):
         config = super().get_config()

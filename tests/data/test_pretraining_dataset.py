@@ -1,0 +1,206 @@
+import collections
+import os
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from bert_tf.data.pretraining_dataset import (InputFileError, count_records, evaluation_dataset,
+                                              expand_input_files, naming_bad_input_files,
+                                              record_lengths, training_dataset)
+from tests.data.pretraining_records import serialize_instance, write_pretraining_records
+
+SEQ, PREDICTIONS = 16, 3
+
+
+def context(pipelines, pipeline_id, replicas=None):
+    return tf.distribute.InputContext(num_input_pipelines=pipelines, input_pipeline_id=pipeline_id,
+                                      num_replicas_in_sync=replicas or pipelines)
+
+
+def batches(dataset, count):
+    return [{k: v.numpy() for k, v in b.items()} for b in dataset.take(count)]
+
+
+@pytest.fixture(scope="module")
+def records(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("records")
+    written = {}
+    for name, count, seed in (("a.tfrecord", 10, 1), ("b.tfrecord", 14, 2)):
+        path = str(directory / name)
+        written[path] = write_pretraining_records(path, count, SEQ, PREDICTIONS, seed=seed)
+    return written
+
+
+def record_index(records):
+    """input_ids -> (file, index) for every written record (the generator makes them unique)."""
+    index = {}
+    for path, instances in records.items():
+        for i, instance in enumerate(instances):
+            index[tuple(instance["input_ids"])] = (path, i)
+    assert len(index) == sum(len(v) for v in records.values())
+    return index
+
+
+def test_google_records_parse_to_the_models_inputs(records):
+    files = sorted(records)
+    instances = [i for f in files for i in records[f]]
+    dataset = evaluation_dataset(files, 6, SEQ, PREDICTIONS, num_records=len(instances))
+    assert {k: (tuple(s.shape), s.dtype) for k, s in dataset.element_spec.items()} == {
+        "input_word_ids": ((6, SEQ), tf.int32), "input_mask": ((6, SEQ), tf.int32),
+        "input_type_ids": ((6, SEQ), tf.int32), "masked_lm_positions": ((6, PREDICTIONS), tf.int32),
+        "masked_lm_ids": ((6, PREDICTIONS), tf.int32),
+        "masked_lm_weights": ((6, PREDICTIONS), tf.float32),
+        "next_sentence_labels": ((6,), tf.int32)}
+    first = batches(dataset, 1)[0]
+    for row, instance in enumerate(instances[:6]):
+        np.testing.assert_array_equal(first["input_word_ids"][row], instance["input_ids"])
+        np.testing.assert_array_equal(first["input_type_ids"][row], instance["segment_ids"])
+        np.testing.assert_array_equal(first["masked_lm_positions"][row],
+                                      instance["masked_lm_positions"])
+        np.testing.assert_array_equal(first["masked_lm_ids"][row], instance["masked_lm_ids"])
+        np.testing.assert_array_equal(first["masked_lm_weights"][row],
+                                      instance["masked_lm_weights"])
+        assert first["next_sentence_labels"][row] == instance["next_sentence_labels"][0]
+
+
+def test_training_stream_is_deterministic_and_starts_at_any_step(records):
+    files = sorted(records)
+    stream = batches(training_dataset(files, 4, SEQ, PREDICTIONS, seed=3), 9)
+    again = batches(training_dataset(files, 4, SEQ, PREDICTIONS, seed=3), 9)
+    resumed = batches(training_dataset(files, 4, SEQ, PREDICTIONS, seed=3, start_step=6), 3)
+    for a, b in zip(stream, again):
+        np.testing.assert_array_equal(a["input_word_ids"], b["input_word_ids"])
+    for a, b in zip(stream[6:], resumed):
+        np.testing.assert_array_equal(a["input_word_ids"], b["input_word_ids"])
+    other_seed = batches(training_dataset(files, 4, SEQ, PREDICTIONS, seed=4), 9)
+    assert any((a["input_word_ids"] != b["input_word_ids"]).any()
+               for a, b in zip(stream, other_seed))
+    # Every record shows up: the stream cycles through both files.
+    seen = {tuple(ids) for b in stream for ids in b["input_word_ids"]}
+    assert len(seen) >= 20
+
+
+def test_a_step_of_two_replicas_fed_by_one_pipeline_skips_two_batches(records):
+    files = sorted(records)
+    per_replica = batches(training_dataset(files, 4, SEQ, PREDICTIONS, context(1, 0, replicas=2),
+                                           seed=0), 6)
+    resumed = batches(training_dataset(files, 4, SEQ, PREDICTIONS, context(1, 0, replicas=2),
+                                       seed=0, start_step=2), 2)
+    assert per_replica[0]["input_word_ids"].shape == (2, SEQ)  # 4 examples over 2 replicas
+    for a, b in zip(per_replica[4:], resumed):
+        np.testing.assert_array_equal(a["input_word_ids"], b["input_word_ids"])
+
+
+def test_pipelines_read_disjoint_files_or_records(records):
+    index = record_index(records)
+    files = sorted(records)
+    for pipeline in (0, 1):  # two files, two pipelines: one file each
+        sources = {index[tuple(ids)][0] for b in batches(training_dataset(
+            files, 4, SEQ, PREDICTIONS, context(2, pipeline), seed=1), 12)
+            for ids in b["input_word_ids"]}
+        assert sources == {files[pipeline]}
+    for pipeline in (0, 1):  # one file, two pipelines: alternate records
+        rows = {index[tuple(ids)][1] for b in batches(training_dataset(
+            files[1:], 4, SEQ, PREDICTIONS, context(2, pipeline), seed=1), 12)
+            for ids in b["input_word_ids"]}
+        assert rows == set(range(pipeline, 14, 2))
+
+
+def test_evaluation_covers_every_record_once_and_pads_the_last_batch(records):
+    files = sorted(records)
+    total = count_records(files)
+    assert total == 24 and count_records(files, limit=15) == 15
+    index = record_index(records)
+    seen, padding, steps = collections.Counter(), 0, []
+    for pipeline in (0, 1):
+        got = batches(evaluation_dataset(files, 10, SEQ, PREDICTIONS, num_records=total,
+                                         input_context=context(2, pipeline)), 100)
+        steps.append(len(got))
+        for batch in got:
+            for ids, mask, weights in zip(batch["input_word_ids"], batch["input_mask"],
+                                          batch["masked_lm_weights"]):
+                if mask[0]:
+                    seen[index[tuple(ids)]] += 1
+                else:
+                    padding += 1
+                    assert not weights.any() and not mask.any()
+    assert steps == [3, 3]  # 24 records + 6 padding = 3 global batches of 10, on each pipeline
+    assert padding == 6 and len(seen) == 24 and set(seen.values()) == {1}
+
+
+def test_input_file_globs(records, tmp_path):
+    directory = os.path.dirname(sorted(records)[0])
+    files = expand_input_files(f" {directory}/b.tfrecord , {directory}/*.tfrecord,")
+    assert files == sorted(records)
+    with pytest.raises(InputFileError, match=r"--input_file: '.*/nothing\*' matches no file"):
+        expand_input_files(f"{directory}/a.tfrecord,{directory}/nothing*")
+    with pytest.raises(InputFileError, match="--eval_input_file is empty"):
+        expand_input_files(" ", flag="--eval_input_file")
+
+
+def write_examples(path, instances):
+    with tf.io.TFRecordWriter(str(path)) as writer:
+        for instance in instances:
+            writer.write(serialize_instance(instance))
+
+
+def test_record_lengths_and_unexpected_features(records, tmp_path):
+    good = records[sorted(records)[0]][0]
+    assert record_lengths(sorted(records)[0]) == (SEQ, PREDICTIONS)
+    missing = tmp_path / "missing.tfrecord"
+    write_examples(missing, [{k: v for k, v in good.items() if k != "next_sentence_labels"}])
+    with pytest.raises(InputFileError, match="missing.tfrecord: records lack the feature "
+                                             "'next_sentence_labels'"):
+        record_lengths(str(missing))
+    integer_weights = dict(good, masked_lm_weights=[1, 1, 0])
+    wrong_type = tmp_path / "wrong_type.tfrecord"
+    with tf.io.TFRecordWriter(str(wrong_type)) as writer:
+        features = {k: tf.train.Feature(int64_list=tf.train.Int64List(value=v))
+                    for k, v in integer_weights.items()}
+        writer.write(tf.train.Example(features=tf.train.Features(feature=features))
+                     .SerializeToString())
+    with pytest.raises(InputFileError, match="wrong_type.tfrecord: feature 'masked_lm_weights' "
+                                             "is a int64_list, expected float_list"):
+        record_lengths(str(wrong_type))
+    empty = tmp_path / "empty.tfrecord"
+    write_examples(empty, [])
+    with pytest.raises(InputFileError, match="empty.tfrecord: holds no records"):
+        record_lengths(str(empty))
+
+
+@pytest.fixture
+def damaged(records, tmp_path):
+    """A truncated copy, a copy with a flipped byte, and a file of other-length records."""
+    data = open(sorted(records)[1], "rb").read()
+    truncated = tmp_path / "truncated.tfrecord"
+    # Records are equal-sized here: cut inside the second half's first record, past its 12-byte
+    # header (TensorFlow reads a file cut inside a header as a clean end of file).
+    truncated.write_bytes(data[:len(data) // 2 + 20])
+    corrupt = bytearray(data)
+    corrupt[len(data) // 3] ^= 0xFF
+    flipped = tmp_path / "flipped.tfrecord"
+    flipped.write_bytes(bytes(corrupt))
+    other_length = tmp_path / "seq32.tfrecord"
+    write_pretraining_records(other_length, 5, max_seq_length=32, max_predictions_per_seq=3)
+    return {"truncated": str(truncated), "flipped": str(flipped), "seq32": str(other_length)}
+
+
+@pytest.mark.parametrize("kind", ["truncated", "flipped", "seq32"])
+def test_a_bad_file_is_named(records, damaged, kind):
+    files = sorted(records) + [damaged[kind]]
+    with pytest.raises(InputFileError, match=f"{damaged[kind]}: corrupt, truncated or not a "
+                                             f"pre-training record file"):
+        with naming_bad_input_files(files, SEQ, PREDICTIONS):
+            batches(training_dataset(files, 4, SEQ, PREDICTIONS), 100)
+
+
+def test_count_records_names_a_truncated_file(records, damaged):
+    with pytest.raises(InputFileError, match=f"{damaged['truncated']}: corrupt or truncated"):
+        count_records(sorted(records) + [damaged["truncated"]])
+
+
+def test_errors_not_caused_by_a_file_propagate_unchanged(records):
+    with pytest.raises(tf.errors.InvalidArgumentError, match="not about files"):
+        with naming_bad_input_files(sorted(records), SEQ, PREDICTIONS):
+            tf.debugging.assert_equal(1, 2, message="not about files")

@@ -1,0 +1,101 @@
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from bert_tf import BertConfig, BertEncoder
+from bert_tf.models.bert_pretrainer import BertPretrainer
+from bert_tf.training.lamb import Lamb
+from bert_tf.training.optimizers import create_optimizer
+
+TINY = BertConfig(vocab_size=20, hidden_size=8, num_hidden_layers=1, num_attention_heads=2,
+                  intermediate_size=16, max_position_embeddings=8)
+
+
+def numpy_lamb(weights, gradients, adapt, lr=0.1, beta_1=0.9, beta_2=0.999, epsilon=1e-6,
+               weight_decay_rate=0.01):
+    """You et al. 2019, Algorithm 2 (with Adam's bias correction), one variable, all steps."""
+    w = weights.astype(np.float64)
+    m = np.zeros_like(w)
+    v = np.zeros_like(w)
+    for t, g in enumerate(gradients, start=1):
+        m = beta_1 * m + (1 - beta_1) * g
+        v = beta_2 * v + (1 - beta_2) * g * g
+        update = (m / (1 - beta_1 ** t)) / (np.sqrt(v / (1 - beta_2 ** t)) + epsilon)
+        if adapt:
+            update = update + weight_decay_rate * w
+            update = np.linalg.norm(w) / np.linalg.norm(update) * update
+        w = w - lr * update
+    return w
+
+
+def test_lamb_matches_the_paper_and_spares_excluded_variables():
+    rng = np.random.default_rng(0)
+    kernel = keras.Variable(rng.normal(size=(3, 4)).astype(np.float32), name="kernel")
+    bias = keras.Variable(rng.normal(size=(4,)).astype(np.float32), name="bias")
+    gradients = [[rng.normal(size=(3, 4)), rng.normal(size=(4,))] for _ in range(3)]
+    optimizer = Lamb(learning_rate=0.1, weight_decay_rate=0.01)
+    optimizer.exclude_from_weight_decay(var_list=[bias])
+    start = [kernel.numpy(), bias.numpy()]
+    for step in gradients:
+        optimizer.apply([tf.constant(g, tf.float32) for g in step], [kernel, bias])
+    np.testing.assert_allclose(kernel.numpy(), numpy_lamb(start[0], [g[0] for g in gradients],
+                                                          adapt=True), rtol=1e-5)
+    np.testing.assert_allclose(bias.numpy(), numpy_lamb(start[1], [g[1] for g in gradients],
+                                                        adapt=False), rtol=1e-5)
+
+
+def test_lamb_refuses_keras_decoupled_weight_decay():
+    with pytest.raises(ValueError, match="weight_decay_rate"):
+        Lamb(weight_decay=0.01)
+
+
+@pytest.fixture(scope="module")
+def variables():
+    keras.utils.set_random_seed(0)
+    return BertPretrainer(BertEncoder(TINY)).trainable_variables
+
+
+def spared(variable):
+    # Google's rule, by hand: LayerNorm (gamma/beta) and biases get no weight decay.
+    return variable.path.endswith(("/gamma", "/beta", "bias"))
+
+
+@pytest.mark.parametrize("name,shrink", [("adamw", 1 - 0.5 * 0.1), ("lamb", 1 - 0.5)])
+def test_no_weight_decay_on_layer_norm_and_biases(variables, name, shrink):
+    # Zero gradients: only weight decay moves a variable (AdamW: w *= 1 - lr * rate; LAMB's
+    # trust ratio turns the decay term rate * w into a step of length lr * ||w||).
+    originals = [v.numpy() for v in variables]
+    optimizer = create_optimizer(name, 0.5, variables, weight_decay_rate=0.1)
+    optimizer.apply([tf.zeros_like(v) for v in variables], variables)
+    # Per layer 6 biases + 2 LayerNorms; embeddings' LayerNorm, pooler bias; heads' 5.
+    assert sum(spared(v) for v in variables) == 10 * TINY.num_hidden_layers + 3 + 5
+    for variable, original in zip(variables, originals):
+        expected = original if spared(variable) else original * shrink
+        np.testing.assert_allclose(variable.numpy(), expected, rtol=1e-6, err_msg=variable.path)
+        variable.assign(original)
+
+
+def test_gradients_are_clipped_by_their_global_norm(variables):
+    rng = np.random.default_rng(1)
+    gradients = [tf.constant(rng.normal(size=v.shape), tf.float32) for v in variables]
+    norm = float(tf.linalg.global_norm(gradients))
+    optimizer = create_optimizer("adamw", 0.0, variables, weight_decay_rate=0.0, clip_norm=0.5)
+    optimizer.apply(gradients, variables)
+    # Adam's first moment after one step is (1 - beta_1) * the (clipped) gradient.
+    momentums = optimizer._momentums
+    for gradient, momentum in zip(gradients, momentums):
+        np.testing.assert_allclose(momentum.numpy(), 0.1 * gradient.numpy() * 0.5 / norm,
+                                   rtol=1e-5, atol=1e-9)
+
+
+def test_float16_gets_dynamic_loss_scaling(variables):
+    optimizer = create_optimizer("lamb", 1e-3, variables, loss_scaling=True)
+    assert isinstance(optimizer, keras.optimizers.LossScaleOptimizer)
+    assert isinstance(optimizer.inner_optimizer, Lamb)
+    assert float(optimizer.scale_loss(tf.constant(1.0))) == 2.0 ** 15
+
+
+def test_unknown_optimizer_is_named(variables):
+    with pytest.raises(ValueError, match="Unknown optimizer 'sgd'"):
+        create_optimizer("sgd", 1e-3, variables)
