@@ -1,0 +1,47 @@
+"""Converting a Google or Hugging Face BERT checkpoint into this package's TF2 checkpoint.
+
+Example:
+    >>> result = convert_checkpoint("uncased_L-12_H-768_A-12/bert_model.ckpt", "/tmp/bert_base")
+    >>> result.prefix
+    '/tmp/bert_base/ckpt-1'
+"""
+
+import dataclasses
+
+from bert_tf.checkpoints import loading, sources, tf2
+
+
+@dataclasses.dataclass
+class ConversionResult:
+    """What `convert_checkpoint` wrote: the output `prefix`, the source `format` and path, the
+    `config`, the number of encoder weights, the head names carried over, the copied vocab
+    (or None), the source tensors `ignored` (optimizer slots...) and `unused` (unknown)."""
+
+    prefix: str
+    format: str
+    source: str
+    config: object
+    encoder_weights: int
+    parameters: int
+    heads: list
+    vocab_file: str
+    ignored: list
+    unused: list
+
+
+def convert_checkpoint(checkpoint, output_dir, bert_config_file=None):
+    """Reads `checkpoint` (any format `detect_format` knows), checks that every encoder weight
+    is there with the right shape (else `CheckpointMismatchError` listing all problems), and
+    writes it with its heads, `bert_config.json` and `vocab.txt` into `output_dir`."""
+    from bert_tf.models.bert_encoder import BertEncoder
+
+    weights = sources.read_weights(checkpoint, bert_config_file)
+    encoder = BertEncoder(weights.config)
+    loaded = loading.load_encoder_weights(encoder, weights.arrays, source=weights.source)
+    heads = weights.heads
+    prefix = tf2.save_checkpoint(output_dir, encoder, heads=heads, vocab_file=weights.vocab_file)
+    return ConversionResult(prefix=prefix, format=weights.format, source=weights.source,
+                            config=weights.config, encoder_weights=len(loaded),
+                            parameters=encoder.count_params(), heads=sorted(heads),
+                            vocab_file=weights.vocab_file, ignored=weights.ignored,
+                            unused=weights.unused)

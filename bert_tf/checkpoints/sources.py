@@ -1,0 +1,309 @@
+"""Finding and reading BERT checkpoints: Google's TF1 checkpoints, Hugging Face safetensors and
+this package's own TF2 checkpoints, into arrays keyed by Google's names.
+
+Example:
+    >>> weights = read_weights("uncased_L-12_H-768_A-12/bert_model.ckpt")
+    >>> weights.format, weights.config.hidden_size
+    ('google', 768)
+    >>> weights.arrays["bert/encoder/layer_0/attention/self/query/kernel"].shape
+    (768, 768)
+"""
+
+import dataclasses
+import glob
+import json
+import logging
+import os
+
+import numpy as np
+
+from bert_tf.checkpoints import names as names_lib
+from bert_tf.config import BertConfig
+
+logger = logging.getLogger("bert_tf.checkpoints")
+
+GOOGLE = "google"            # TF1 checkpoint with Google's variable names (bert_model.ckpt)
+HUGGING_FACE = "huggingface"  # model.safetensors (+ config.json)
+BERT_TF = "bert_tf"          # this package's tf.train.Checkpoint(encoder=...)
+FORMATS = (GOOGLE, HUGGING_FACE, BERT_TF)
+
+_PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".pkl", ".pickle")
+
+
+class UnsupportedCheckpointError(ValueError):
+    """The path exists but holds no checkpoint this package can read safely."""
+
+
+@dataclasses.dataclass
+class CheckpointWeights:
+    """What a reader found.
+
+    Attributes:
+      arrays: float32 NumPy arrays keyed by Google name, in Google's layout: the encoder's
+        weights and, when the source has them, the pre-training heads (`cls/...`).
+      config: the `BertConfig` the weights were read against.
+      format: one of `FORMATS`.
+      source: the resolved file or prefix that was read.
+      vocab_file: the `vocab.txt` beside the checkpoint, or None.
+      ignored: source names deliberately skipped (optimizer slots, step counters, Hugging
+        Face's `position_ids` buffer and the tied MLM decoder copies).
+      unused: source names this package does not know; logged as a warning when read.
+    """
+
+    arrays: dict
+    config: BertConfig
+    format: str
+    source: str
+    vocab_file: str = None
+    ignored: list = dataclasses.field(default_factory=list)
+    unused: list = dataclasses.field(default_factory=list)
+
+    @property
+    def heads(self):
+        """The pre-training head arrays (`cls/...`) that the source had, by Google name."""
+        return {k: v for k, v in self.arrays.items() if k.startswith("cls/")}
+
+    @property
+    def encoder_arrays(self):
+        return {k: v for k, v in self.arrays.items() if not k.startswith("cls/")}
+
+
+def _tf():
+    import tensorflow as tf
+    return tf
+
+
+def _refuse_pickle(path):
+    raise UnsupportedCheckpointError(
+        f"{path} is a PyTorch pickle file; bert_tf never unpickles (loading a pickle can run "
+        f"arbitrary code). Use the model's `model.safetensors` instead, or convert it where "
+        f"you trust the file, e.g. transformers' "
+        f"`BertModel.from_pretrained(dir).save_pretrained(out, safe_serialization=True)`.")
+
+
+def _tf_checkpoint_format(prefix):
+    """GOOGLE or BERT_TF for a TF checkpoint prefix, by the names it holds."""
+    reader = _tf().train.load_checkpoint(prefix)
+    keys = set(reader.get_variable_to_shape_map())
+    if any(k.startswith("bert/") for k in keys):
+        return GOOGLE
+    if "_CHECKPOINTABLE_OBJECT_GRAPH" in keys:
+        from tensorflow.core.protobuf import trackable_object_graph_pb2
+        graph = trackable_object_graph_pb2.TrackableObjectGraph()
+        graph.ParseFromString(reader.get_tensor("_CHECKPOINTABLE_OBJECT_GRAPH"))
+        if any(child.local_name == "encoder" for child in graph.nodes[0].children):
+            return BERT_TF
+    sample = ", ".join(sorted(keys)[:5])
+    raise UnsupportedCheckpointError(
+        f"{prefix} is a TensorFlow checkpoint with neither Google's BERT names (bert/...) nor "
+        f"this package's `encoder` object (tf.train.Checkpoint(encoder=...)); it holds e.g. "
+        f"{sample}")
+
+
+def detect_format(path):
+    """`(format, resolved)` for a checkpoint path.
+
+    Accepts a Google prefix (`.../bert_model.ckpt`, or one of its `.index`/`.data-*` files), a
+    directory holding one (Google's download), a Hugging Face directory or `model.safetensors`
+    (or a sharded `model.safetensors.index.json`), and this package's checkpoint directory or
+    prefix. `resolved` is the TF checkpoint prefix or the safetensors file / index.
+    Raises FileNotFoundError for a path with nothing there, UnsupportedCheckpointError for
+    PyTorch pickles and unknown contents.
+    """
+    path = os.fspath(path)
+    if os.path.isdir(path):
+        return _detect_in_directory(path)
+    base = os.path.basename(path)
+    if os.path.isfile(path):
+        if base.endswith(_PICKLE_SUFFIXES):
+            _refuse_pickle(path)
+        if base.endswith(".safetensors") or base.endswith(".safetensors.index.json"):
+            return HUGGING_FACE, path
+        if base.endswith(".index") or ".data-" in base:
+            prefix = path[:-len(".index")] if base.endswith(".index") else path.split(".data-")[0]
+            return _tf_checkpoint_format(prefix), prefix
+        if base == "config.json" or base == "bert_config.json":
+            return _detect_in_directory(os.path.dirname(path) or ".")
+        raise UnsupportedCheckpointError(
+            f"{path} is not a checkpoint bert_tf reads (a TF checkpoint prefix, "
+            f"model.safetensors, or a directory holding one)")
+    if os.path.exists(path + ".index"):
+        return _tf_checkpoint_format(path), path
+    raise FileNotFoundError(
+        f"No checkpoint at {path}: expected a directory, a model.safetensors file, or a TF "
+        f"checkpoint prefix with {path}.index beside it")
+
+
+def _detect_in_directory(directory):
+    for name in ("model.safetensors", "model.safetensors.index.json"):
+        if os.path.isfile(os.path.join(directory, name)):
+            return HUGGING_FACE, os.path.join(directory, name)
+    tf = _tf()
+    latest = tf.train.latest_checkpoint(directory)
+    if latest:
+        return _tf_checkpoint_format(latest), latest
+    for prefix in (os.path.join(directory, "bert_model.ckpt"),):
+        if os.path.exists(prefix + ".index"):
+            return _tf_checkpoint_format(prefix), prefix
+    indexes = sorted(glob.glob(os.path.join(directory, "*.index")))
+    if len(indexes) == 1:
+        prefix = indexes[0][:-len(".index")]
+        return _tf_checkpoint_format(prefix), prefix
+    safetensors_files = sorted(glob.glob(os.path.join(directory, "*.safetensors")))
+    if len(safetensors_files) == 1:
+        return HUGGING_FACE, safetensors_files[0]
+    pickles = [f for f in os.listdir(directory) if f.endswith(_PICKLE_SUFFIXES)]
+    if pickles:
+        _refuse_pickle(os.path.join(directory, sorted(pickles)[0]))
+    if len(indexes) > 1:
+        raise UnsupportedCheckpointError(
+            f"{directory} holds several TF checkpoints and no `checkpoint` state file naming "
+            f"the latest: pass one prefix ({', '.join(i[:-6] for i in indexes[:3])}...)")
+    raise FileNotFoundError(
+        f"No checkpoint in directory {directory}: looked for model.safetensors, a `checkpoint` "
+        f"state file, bert_model.ckpt.index and *.index")
+
+
+def read_config(path, bert_config_file=None):
+    """The `BertConfig` of a checkpoint: `bert_config_file` when given, else `bert_config.json`
+    or Hugging Face's `config.json` beside the checkpoint."""
+    if bert_config_file:
+        return BertConfig.from_json_file(bert_config_file)
+    fmt, resolved = detect_format(path)
+    directory = os.path.dirname(resolved) or "."
+    candidates = ["bert_config.json", "config.json"]
+    for name in candidates:
+        config_path = os.path.join(directory, name)
+        if os.path.isfile(config_path):
+            return _config_from_file(config_path)
+    raise FileNotFoundError(
+        f"No config for the checkpoint {resolved}: found neither "
+        f"{' nor '.join(os.path.join(directory, c) for c in candidates)}; pass the model's "
+        f"bert_config.json explicitly (--bert_config_file)")
+
+
+def _config_from_file(config_path):
+    with open(config_path, encoding="utf-8") as f:
+        values = json.load(f)
+    model_type = values.get("model_type", "bert")
+    if model_type != "bert":
+        raise UnsupportedCheckpointError(
+            f"{config_path}: model_type {model_type!r} is not BERT")
+    position_type = values.get("position_embedding_type", "absolute")
+    if position_type != "absolute":
+        raise UnsupportedCheckpointError(
+            f"{config_path}: position_embedding_type {position_type!r} is not supported "
+            f"(BERT's learned absolute positions only)")
+    try:
+        return BertConfig.from_dict(values)
+    except ValueError as e:
+        raise ValueError(f"{config_path}: {e}") from e
+
+
+def _vocab_beside(resolved):
+    vocab = os.path.join(os.path.dirname(resolved) or ".", "vocab.txt")
+    return vocab if os.path.isfile(vocab) else None
+
+
+def _known_names(config):
+    return names_lib.encoder_weight_names(config.num_hidden_layers) + list(
+        names_lib.PRETRAINING_HEAD_NAMES)
+
+
+def _read_google(prefix, config):
+    reader = _tf().train.load_checkpoint(prefix)
+    known = set(_known_names(config))
+    arrays, ignored, unused = {}, [], []
+    for name in sorted(reader.get_variable_to_shape_map()):
+        if name in known:
+            arrays[name] = np.asarray(reader.get_tensor(name), dtype=np.float32)
+        elif names_lib.is_optimizer_or_bookkeeping(name):
+            ignored.append(name)
+        else:
+            unused.append(name)
+    return arrays, ignored, unused
+
+
+def _safetensors_files(resolved):
+    if resolved.endswith(".index.json"):
+        with open(resolved, encoding="utf-8") as f:
+            weight_map = json.load(f)["weight_map"]
+        directory = os.path.dirname(resolved)
+        return sorted({os.path.join(directory, shard) for shard in weight_map.values()})
+    return [resolved]
+
+
+def _load_safetensor(handle, path, key):
+    try:
+        array = handle.get_tensor(key)
+    except (TypeError, ValueError) as e:  # an old safetensors without bfloat16 NumPy support
+        dtype = handle.get_slice(key).get_dtype()
+        if dtype != "BF16":
+            raise UnsupportedCheckpointError(f"{path}: cannot read tensor {key}: {e}") from e
+        array = _read_raw_bfloat16(path, key)
+    return np.asarray(array, dtype=np.float32)  # float16 / bfloat16 files become float32
+
+
+def _read_raw_bfloat16(path, key):
+    import struct
+    with open(path, "rb") as f:
+        (header_size,) = struct.unpack("<Q", f.read(8))
+        entry = json.loads(f.read(header_size))[key]
+        start, end = entry["data_offsets"]
+        f.seek(8 + header_size + start)
+        raw = np.frombuffer(f.read(end - start), dtype="<u2")
+    return (raw.astype(np.uint32) << 16).view(np.float32).reshape(entry["shape"])
+
+
+def _hf_ignorable(name):
+    return (name.endswith("position_ids")
+            or name in ("cls.predictions.decoder.weight", "cls.predictions.decoder.bias"))
+
+
+def _read_hugging_face(resolved, config):
+    from safetensors import safe_open
+
+    wanted = {}  # HF name (with the `bert.` prefix) -> Google name
+    for google in _known_names(config):
+        for hf in names_lib.hf_names(google):
+            wanted[hf] = google
+    arrays, ignored, unused = {}, [], []
+    for path in _safetensors_files(resolved):
+        with safe_open(path, framework="np") as handle:
+            for key in sorted(handle.keys()):
+                normalised = key if key.startswith(("bert.", "cls.")) else "bert." + key
+                google = wanted.get(normalised)
+                if google is None:
+                    (ignored if _hf_ignorable(normalised) else unused).append(key)
+                    continue
+                if google in arrays:
+                    raise UnsupportedCheckpointError(
+                        f"{resolved}: two tensors map to {google} (the second is {key})")
+                array = _load_safetensor(handle, path, key)
+                arrays[google] = array.T.copy() if names_lib.hf_transposed(google) else array
+    return arrays, ignored, unused
+
+
+def read_weights(path, bert_config_file=None, config=None):
+    """Reads a checkpoint of any supported format into a `CheckpointWeights`.
+
+    Args:
+      path: see `detect_format`.
+      bert_config_file: a `bert_config.json` to use instead of the one beside the checkpoint.
+      config: a `BertConfig` to use instead of either (e.g. the model's own).
+    """
+    fmt, resolved = detect_format(path)
+    if config is None:
+        config = read_config(path, bert_config_file)
+    if fmt == GOOGLE:
+        arrays, ignored, unused = _read_google(resolved, config)
+    elif fmt == HUGGING_FACE:
+        arrays, ignored, unused = _read_hugging_face(resolved, config)
+    else:
+        from bert_tf.checkpoints import tf2
+        arrays, ignored, unused = tf2.read_arrays(resolved, config)
+    if unused:
+        logger.warning("%s: %d tensor(s) not used by the encoder or the pre-training heads: %s",
+                       resolved, len(unused), ", ".join(unused))
+    return CheckpointWeights(arrays=arrays, config=config, format=fmt, source=resolved,
+                             vocab_file=_vocab_beside(resolved), ignored=ignored, unused=unused)
