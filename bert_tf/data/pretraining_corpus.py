@@ -1,0 +1,120 @@
+"""Reading pre-training text in bounded chunks of whole documents, counting what is skipped.
+
+The input format is the original's: one sentence per line (real sentences: they are the units
+A and B are made of, and next-sentence prediction is about sentence boundaries), blank lines
+between documents (so that no A/B pair spans two documents). Unlike the original, the end of
+a file also ends a document: text from two files never forms one sequence.
+
+Google's script reads the whole corpus into memory, because a random next sentence may come
+from any document. Here the files are streamed and cut into chunks of about
+`max_chunk_bytes` of text, never inside a document; each chunk is turned into instances on
+its own, with random next sentences drawn from the chunk's other documents. Memory is bounded
+by the chunk size (or the largest document), whatever the corpus size; with chunks of
+thousands of documents the choice of "another document" is as random as in the original.
+
+Lines that are not valid UTF-8 are skipped (the original silently drops their bad bytes,
+which can glue words together) and counted per file, so that a file in another encoding is
+noticed.
+
+Example:
+    >>> statistics = CorpusStatistics()
+    >>> for chunk in read_document_chunks(["wiki-1.txt", "wiki-2.txt"], 8 << 20, statistics):
+    ...     print(len(chunk), "documents; first sentence:", chunk[0][0])
+    >>> print(statistics.report())
+"""
+
+import collections
+
+import tensorflow as tf
+
+from bert_tf.data.pretraining_dataset import InputFileError
+
+
+class CorpusStatistics:
+    """Counts of the text read, of the instances made from it, and of what was skipped.
+
+    Reading counts `files`, `bytes`, `lines` and `invalid_utf8_lines` (per file); turning
+    documents into instances counts `documents` and `sentences` used, `lines_without_tokens`
+    (nothing left after tokenization, e.g. only control characters), `empty_documents`
+    (documents with no token at all) and `instances`. `merge` adds counts from another process.
+    """
+
+    _COUNTS = ("files", "bytes", "lines", "documents", "sentences", "lines_without_tokens",
+               "empty_documents", "instances")
+
+    def __init__(self):
+        for name in self._COUNTS:
+            setattr(self, name, 0)
+        self.invalid_utf8_lines = collections.Counter()
+
+    def merge(self, other):
+        for name in self._COUNTS:
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.invalid_utf8_lines.update(other.invalid_utf8_lines)
+
+    @property
+    def skipped_lines(self):
+        return sum(self.invalid_utf8_lines.values()) + self.lines_without_tokens
+
+    def report(self):
+        """A human-readable summary, naming each file that had invalid UTF-8."""
+        lines = [f"Read {self.files} files, {self.lines:,} lines ({self.bytes:,} bytes): "
+                 f"{self.documents:,} documents, {self.sentences:,} sentences, "
+                 f"{self.instances:,} instances.",
+                 f"Skipped {self.skipped_lines:,} lines and {self.empty_documents:,} empty "
+                 f"documents."]
+        for path, count in sorted(self.invalid_utf8_lines.items()):
+            lines.append(f"  {path}: {count:,} lines skipped, not valid UTF-8")
+        if self.lines_without_tokens:
+            lines.append(f"  {self.lines_without_tokens:,} lines skipped, no tokens after "
+                         f"tokenization")
+        if self.empty_documents:
+            lines.append(f"  {self.empty_documents:,} documents skipped, no tokens")
+        return "\n".join(lines)
+
+
+def read_document_chunks(files, max_chunk_bytes, statistics):
+    """Yields the documents of `files` in chunks: lists of documents, each a list of its
+    stripped, non-empty lines (str), with at least `max_chunk_bytes` of text per chunk except
+    the last. Counts into `statistics` as it reads; a file that cannot be read is an
+    `InputFileError` naming it."""
+    chunk, chunk_bytes = [], 0
+    for path in files:
+        statistics.files += 1
+        document = []
+        for raw_line in _raw_lines(path):
+            statistics.lines += 1
+            statistics.bytes += len(raw_line)
+            try:
+                # Python's strip(), as the original: Unicode whitespace too.
+                line = raw_line.decode("utf-8").strip()
+            except UnicodeDecodeError:
+                statistics.invalid_utf8_lines[path] += 1
+                continue
+            if line:
+                document.append(line)
+                chunk_bytes += len(raw_line)
+                continue
+            if document:
+                chunk.append(document)
+                document = []
+                if chunk_bytes >= max_chunk_bytes:
+                    yield chunk
+                    chunk, chunk_bytes = [], 0
+        if document:
+            chunk.append(document)
+    if chunk:
+        yield chunk
+
+
+def input_bytes(files):
+    """The total size of `files` in bytes (for progress)."""
+    return sum(tf.io.gfile.stat(path).length for path in files)
+
+
+def _raw_lines(path):
+    try:
+        with tf.io.gfile.GFile(path, "rb") as reader:
+            yield from reader
+    except (OSError, tf.errors.OpError) as error:
+        raise InputFileError(f"{path}: cannot read the text file ({error})") from error

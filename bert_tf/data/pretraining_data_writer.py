@@ -1,0 +1,203 @@
+"""Text files to pre-training TFRecords: `tools/create_pretraining_data.py`'s engine.
+
+The corpus is streamed in chunks of whole documents (`pretraining_corpus`); worker processes
+tokenize each chunk with the in-graph `BertTokenizer` (thousands of lines per call) and turn
+it into serialized instances (`pretraining_examples`), while this process writes them,
+round-robin over the output files as the original does. Python's instance creation holds the
+GIL, so the parallelism is a pool of processes; at most two chunks per worker are in flight,
+which bounds memory. Chunk `k` draws from `random.Random("<random_seed>:<k>")` and results are
+written in chunk order, so the output depends on the seed and the chunk size, never on the
+number of workers.
+
+Example:
+    >>> statistics = write_pretraining_data(
+    ...     ["wiki.txt"], ["wiki-0.tfrecord", "wiki-1.tfrecord"], "vocab.txt",
+    ...     do_lower_case=True, random_seed=12345, num_workers=2, max_seq_length=128,
+    ...     max_predictions_per_seq=20, dupe_factor=10)
+    >>> print(statistics.report())
+"""
+
+import collections
+import concurrent.futures
+import multiprocessing
+import os
+import random
+import sys
+import time
+
+import tensorflow as tf
+
+from bert_tf.data.masking import MaskedLmVocab
+from bert_tf.data.pretraining_corpus import CorpusStatistics, input_bytes, read_document_chunks
+from bert_tf.data.pretraining_examples import PretrainingInstanceBuilder
+from bert_tf.text.bert_tokenizer import BertTokenizer
+
+# Text per chunk: 8 MB is about 2M word pieces, 16k sequences of 128 per copy, so about 160 MB
+# of records in memory with dupe_factor 10, and thousands of documents to draw random next
+# sentences from.
+DEFAULT_CHUNK_BYTES = 8 << 20
+# Lines per tokenizer call: large calls amortize the per-call cost of the TensorFlow ops.
+_TOKENIZE_BATCH_LINES = 4096
+# Seconds between progress lines on a terminal, and in a log file.
+_TERMINAL_REFRESH, _LOG_REFRESH = 0.2, 10.0
+
+_worker_processor = None  # the _ChunkProcessor of a worker process
+
+
+def write_pretraining_data(input_files, output_files, vocab_file, do_lower_case,
+                           random_seed=12345, num_workers=None,
+                           max_chunk_bytes=DEFAULT_CHUNK_BYTES, gzip=False,
+                           progress_stream=sys.stderr, **instance_options):
+    """Writes the instances of `input_files` to `output_files`; returns `CorpusStatistics`.
+
+    Args:
+        input_files: text files (one sentence per line, blank lines between documents).
+        output_files: TFRecord files, written round-robin (more files: smaller shards).
+        vocab_file, do_lower_case: the tokenizer's vocabulary and casing.
+        random_seed: the seed everything random derives from.
+        num_workers: worker processes (default: one per core); 0 works in this process.
+        max_chunk_bytes: text per chunk (see `pretraining_corpus`).
+        gzip: GZIP-compress the records (`tf.data.TFRecordDataset(files, "GZIP")` reads them).
+        progress_stream: where progress goes (None: nowhere).
+        **instance_options: `PretrainingInstanceBuilder` arguments (max_seq_length,
+            max_predictions_per_seq, masked_lm_prob, short_seq_prob, whole_word_mask,
+            dupe_factor).
+    """
+    num_workers = os.cpu_count() if num_workers is None else num_workers
+    settings = (vocab_file, do_lower_case, random_seed, instance_options)
+    # Building the tokenizer here checks the vocabulary and the options before any work.
+    processor = _ChunkProcessor(*settings)
+    statistics = CorpusStatistics()
+    progress = _Progress(input_bytes(input_files), progress_stream)
+    options = tf.io.TFRecordOptions(compression_type="GZIP" if gzip else "")
+    for path in output_files:
+        if os.path.dirname(path):
+            tf.io.gfile.makedirs(os.path.dirname(path))
+    writers = [tf.io.TFRecordWriter(path, options) for path in output_files]
+    written = 0
+
+    def write(result, bytes_done):
+        nonlocal written
+        records, chunk_statistics = result
+        for record in records:
+            writers[written % len(writers)].write(record)
+            written += 1
+        statistics.merge(chunk_statistics)
+        progress.update(statistics.instances, bytes_done)
+
+    chunks = read_document_chunks(input_files, max_chunk_bytes, statistics)
+    try:
+        if num_workers == 0:
+            for index, documents in enumerate(chunks):
+                write(processor(index, documents), statistics.bytes)
+        else:
+            with concurrent.futures.ProcessPoolExecutor(
+                    num_workers, mp_context=multiprocessing.get_context("spawn"),
+                    initializer=_start_worker, initargs=(*settings, num_workers)) as pool:
+                in_flight = collections.deque()
+                for index, documents in enumerate(chunks):
+                    in_flight.append((pool.submit(_process_chunk, index, documents),
+                                      statistics.bytes))
+                    if len(in_flight) >= 2 * num_workers:
+                        future, bytes_done = in_flight.popleft()
+                        write(future.result(), bytes_done)
+                while in_flight:
+                    future, bytes_done = in_flight.popleft()
+                    write(future.result(), bytes_done)
+    finally:
+        for writer in writers:
+            writer.close()
+        progress.close(statistics.instances, statistics.bytes)
+    return statistics
+
+
+class _ChunkProcessor:
+    """Tokenizes a chunk's documents and turns them into serialized instances."""
+
+    def __init__(self, vocab_file, do_lower_case, random_seed, instance_options):
+        # Called eagerly: tracing the tokenizer into a tf.function costs seconds per process,
+        # more than it saves, as a chunk is tokenized once but made into instances dupe_factor
+        # times.
+        self.tokenizer = BertTokenizer(vocab_file, do_lower_case)
+        self.random_seed = random_seed
+        self.builder = PretrainingInstanceBuilder(MaskedLmVocab(self.tokenizer),
+                                                  **instance_options)
+
+    def __call__(self, chunk_index, documents):
+        statistics = CorpusStatistics()
+        documents = self._tokenized(documents, statistics)
+        rng = random.Random(f"{self.random_seed}:{chunk_index}")
+        instances = self.builder.create_training_instances(documents, rng) if documents else []
+        statistics.instances = len(instances)
+        return [self.builder.serialize(instance) for instance in instances], statistics
+
+    def _tokenized(self, documents, statistics):
+        """The documents as lists of sentences of ids, without lines or documents that have no
+        tokens (the original drops both silently; here they are counted)."""
+        lines = [line for document in documents for line in document]
+        sentences = []
+        for start in range(0, len(lines), _TOKENIZE_BATCH_LINES):
+            ids = self.tokenizer.tokenize(
+                tf.constant(lines[start:start + _TOKENIZE_BATCH_LINES])).merge_dims(1, 2)
+            values, splits = ids.flat_values.numpy().tolist(), ids.row_splits.numpy()
+            sentences.extend(values[begin:end] for begin, end in zip(splits[:-1], splits[1:]))
+        tokenized, position = [], 0
+        for document in documents:
+            kept = [sentence for sentence in sentences[position:position + len(document)]
+                    if sentence]
+            position += len(document)
+            statistics.lines_without_tokens += len(document) - len(kept)
+            if kept:
+                tokenized.append(kept)
+                statistics.documents += 1
+                statistics.sentences += len(kept)
+            else:
+                statistics.empty_documents += 1
+        return tokenized
+
+
+def _start_worker(vocab_file, do_lower_case, random_seed, instance_options, num_workers):
+    global _worker_processor
+    # The workers share the cores: one thread each for TensorFlow's ops.
+    tf.config.threading.set_intra_op_parallelism_threads(1)
+    tf.config.threading.set_inter_op_parallelism_threads(max(1, os.cpu_count() // num_workers))
+    _worker_processor = _ChunkProcessor(vocab_file, do_lower_case, random_seed,
+                                        instance_options)
+
+
+def _process_chunk(chunk_index, documents):
+    return _worker_processor(chunk_index, documents)
+
+
+class _Progress:
+    """A one-line counter on stderr: redrawn in place on a terminal, a line now and then in a
+    log file."""
+
+    def __init__(self, total_bytes, stream):
+        self.total_bytes = max(total_bytes, 1)
+        self.stream = stream
+        self.terminal = stream is not None and stream.isatty()
+        self.start = self.last = time.monotonic()
+        self.shown = None
+
+    def update(self, instances, bytes_done, final=False):
+        if self.stream is None or (final and self.shown == (instances, bytes_done)):
+            return
+        now = time.monotonic()
+        if not final and now - self.last < (_TERMINAL_REFRESH if self.terminal
+                                            else _LOG_REFRESH):
+            return
+        self.last, self.shown = now, (instances, bytes_done)
+        rate = instances / max(now - self.start, 1e-9)
+        line = (f"create_pretraining_data: {100.0 * bytes_done / self.total_bytes:5.1f}% of "
+                f"{self.total_bytes / 1e6:,.1f} MB read, {instances:,} instances "
+                f"({rate:,.0f}/s)")
+        self.stream.write(("\r" + line) if self.terminal and not final else line + "\n")
+        self.stream.flush()
+
+    def close(self, instances, bytes_done):
+        """The last line (a terminal's counter is redrawn one last time and ended)."""
+        if self.terminal:
+            self.shown = None
+            self.stream.write("\r")
+        self.update(instances, bytes_done, final=True)
