@@ -1,7 +1,7 @@
 """TF Serving's REST API over a `ModelManager`, on Python's threading HTTP server.
 
     GET  /v1/models/<name>[/versions/<v>]            -> GetModelStatusResponse as JSON
-    GET  /v1/models/<name>[/versions/<v>]/metadata   -> {"model_spec", "metadata": {"signature_def"}}
+    GET  /v1/models/<name>[/versions/<v>]/metadata   -> {"model_spec", "metadata"}
     POST /v1/models/<name>[/versions/<v>]:predict    -> {"predictions"} or {"outputs"}
 
 Errors are `{"error": message}` with the HTTP status TF Serving gives the same status code
@@ -28,7 +28,8 @@ from bert_tf.serving import json_tensors
 from bert_tf.serving.errors import ServingError
 
 # The model name cannot hold '/' or ':'; versions are integers (TF Serving's own patterns).
-_MODEL = r"/v1/models/(?P<name>[^/:]+)(?:/versions/(?P<version>\d+)|/labels/(?P<label>[^/:]+))?"
+_MODEL = (r"/v1/models/(?P<name>[^/:]+)"
+          r"(?:/versions/(?P<version>[0-9]+)|/labels/(?P<label>[^/:]+))?")
 _PREDICT = re.compile(_MODEL + r":(?P<method>classify|regress|predict)", re.IGNORECASE)
 _STATUS = re.compile(_MODEL + r"(?P<metadata>/metadata)?", re.IGNORECASE)
 
@@ -49,6 +50,9 @@ class RestApiServer(http.server.ThreadingHTTPServer):
 class _Handler(http.server.BaseHTTPRequestHandler):
     # HTTP/1.1 keeps connections open between requests, as clients of TF Serving expect.
     protocol_version = "HTTP/1.1"
+    # Seconds a connection may sit idle or stall mid-request before its thread is freed, so a
+    # client that never sends its promised body cannot hold a thread forever.
+    timeout = 60
 
     def do_GET(self):  # noqa: N802 -- BaseHTTPRequestHandler's method names
         match = _STATUS.fullmatch(self.path)
@@ -77,8 +81,9 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         if int(length) > self.server.max_request_bytes:
             # Refuse before reading: the body is what the limit protects the server from.
             self.close_connection = True
+            limit = self.server.max_request_bytes
             return self._send(413, {"error": f"Request body of {length} bytes is larger than "
-                                             f"--max_request_bytes={self.server.max_request_bytes}."})
+                                             f"--max_request_bytes={limit}."})
         raw_body = self.rfile.read(int(length))
         match = _PREDICT.fullmatch(self.path)
         if not match:

@@ -43,12 +43,12 @@ class ServingSignature:
     def run(self, inputs, output_filter=()):
         """Runs the signature on `inputs` (name -> numpy array) and returns name -> array for
         every output, or only those in `output_filter`. Raises `ServingError`."""
-        self.check_inputs(inputs)
+        self._check_inputs(inputs)
         wanted = self._check_output_filter(output_filter)
         outputs = self._queue.submit(inputs)
         return {name: outputs[name] for name in wanted}
 
-    def check_inputs(self, inputs):
+    def _check_inputs(self, inputs):
         """Raises INVALID_ARGUMENT naming the input when names, dtypes or shapes do not match."""
         expected = set(self.input_specs)
         for name in inputs:

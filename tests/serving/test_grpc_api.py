@@ -163,7 +163,8 @@ def test_get_model_status_reports_the_available_version(model_stub):
 
 
 def metadata_request(name="toy", field="signature_def"):
-    request = get_model_metadata_pb2.GetModelMetadataRequest(metadata_field=[field] if field else [])
+    request = get_model_metadata_pb2.GetModelMetadataRequest(
+        metadata_field=[field] if field else [])
     request.model_spec.name = name
     return request
 
