@@ -31,7 +31,7 @@ where `tokens` includes `[CLS]` and `[SEP]` as in the original, and Python's and
 TensorFlow's `round` both round halves to even.
 
 Example:
-    >>> vocab = MaskedLmVocab(BertTokenizer("vocab.txt", lower_case=True))
+    >>> vocab = MaskedLmVocab(load_vocab("vocab.txt"))
     >>> ids = [vocab.cls_id, 7592, 1010, 2088, vocab.sep_id]
     >>> masked, positions, labels = create_masked_lm_predictions(
     ...     ids, vocab, 0.15, 20, whole_word_mask=False, rng=random.Random(1))
@@ -58,24 +58,27 @@ class MaskedLmVocab:
     original), and which pieces continue a word (`##...`, for whole-word masking).
 
     Args:
-        tokenizer: a `bert_tf.text.bert_tokenizer.BertTokenizer`; a vocabulary without one of
-            the special tokens is an error naming it.
+        vocab: the tokens, in id order (`BertTokenizer.vocab`, `load_vocab(path)`); one without
+            a special token is an error naming it.
 
     Example:
-        >>> vocab = MaskedLmVocab(BertTokenizer("vocab.txt", lower_case=True))
+        >>> vocab = MaskedLmVocab(load_vocab("vocab.txt"))
         >>> vocab.mask_id, vocab.is_continuation[vocab.mask_id]
         (103, False)
     """
 
-    def __init__(self, tokenizer):
-        self.mask_id = tokenizer.token_id("[MASK]")
-        self.pad_id = tokenizer.token_id("[PAD]")
-        self.cls_id, self.sep_id = (tokenizer.token_id(t) for t in NEVER_MASKED_TOKENS)
+    def __init__(self, vocab):
+        ids = {token: index for index, token in enumerate(vocab)}
+        missing = [t for t in ("[PAD]", "[MASK]", *NEVER_MASKED_TOKENS) if t not in ids]
+        if missing:
+            raise ValueError(f"The vocabulary ({len(ids)} tokens) lacks {missing}: masked-LM "
+                             f"data needs [PAD], [MASK], [CLS] and [SEP].")
+        self.mask_id, self.pad_id = ids["[MASK]"], ids["[PAD]"]
+        self.cls_id, self.sep_id = (ids[t] for t in NEVER_MASKED_TOKENS)
         self.never_masked_ids = frozenset((self.cls_id, self.sep_id))
-        self.vocab_size = len(tokenizer.vocab)
+        self.vocab_size = len(vocab)
         # A tuple: indexing it is what the offline loop does for every piece.
-        self.is_continuation = tuple(token.startswith(CONTINUATION_PREFIX)
-                                     for token in tokenizer.vocab)
+        self.is_continuation = tuple(token.startswith(CONTINUATION_PREFIX) for token in vocab)
 
 
 def create_masked_lm_predictions(token_ids, vocab, masked_lm_prob, max_predictions_per_seq,

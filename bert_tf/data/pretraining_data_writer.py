@@ -120,7 +120,7 @@ class _ChunkProcessor:
         # times.
         self.tokenizer = BertTokenizer(vocab_file, do_lower_case)
         self.random_seed = random_seed
-        self.builder = PretrainingInstanceBuilder(MaskedLmVocab(self.tokenizer),
+        self.builder = PretrainingInstanceBuilder(MaskedLmVocab(self.tokenizer.vocab),
                                                   **instance_options)
 
     def __call__(self, chunk_index, documents):

@@ -14,7 +14,7 @@ where "another document" comes from: the original holds the whole corpus in memo
 `bert_tf.data.pretraining_corpus`), and random next sentences come from that chunk.
 
 Example:
-    >>> builder = PretrainingInstanceBuilder(MaskedLmVocab(tokenizer), max_seq_length=128,
+    >>> builder = PretrainingInstanceBuilder(MaskedLmVocab(tokenizer.vocab), max_seq_length=128,
     ...                                      max_predictions_per_seq=20)
     >>> documents = [[[7592, 2088], [2129, 2024, 2017]], [[2748, 1012]]]  # sentences of ids
     >>> instances = builder.create_training_instances(documents, random.Random(12345))
