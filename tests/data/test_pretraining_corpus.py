@@ -1,0 +1,82 @@
+"""Reading the text corpus: documents, chunks, and the counting of skipped lines."""
+
+import pytest
+
+from bert_tf.data.pretraining_corpus import CorpusStatistics, input_bytes, read_document_chunks
+from bert_tf.data.pretraining_dataset import InputFileError
+
+
+def write_bytes(path, data):
+    path.write_bytes(data)
+    return str(path)
+
+
+def read_all(files, max_chunk_bytes=1 << 20):
+    statistics = CorpusStatistics()
+    chunks = list(read_document_chunks(files, max_chunk_bytes, statistics))
+    return chunks, statistics
+
+
+def test_blank_lines_separate_documents_and_files_end_them(tmp_path):
+    first = write_bytes(tmp_path / "a.txt", "  One.  \nTwo.\r\n\n \t\n\u3000\nThree.\n\xa0\n\nFour.".encode())
+    second = write_bytes(tmp_path / "b.txt", b"Five.\n")
+    chunks, statistics = read_all([first, second])
+    # Whitespace-only lines (Unicode whitespace too, as Python's strip()) separate documents;
+    # the end of a.txt ends "Four." even without a blank line.
+    assert chunks == [[["One.", "Two."], ["Three."], ["Four."], ["Five."]]]
+    assert (statistics.files, statistics.lines) == (2, 10)
+
+
+def test_invalid_utf8_lines_are_skipped_and_counted_per_file(tmp_path):
+    latin1 = write_bytes(tmp_path / "latin1.txt", "Caf\xe9 one.\nFine.\nna\xefve.\n\nNext.\n"
+                         .encode("latin-1"))
+    clean = write_bytes(tmp_path / "clean.txt", "Café.\n".encode())
+    chunks, statistics = read_all([latin1, clean])
+    assert chunks == [[["Fine."], ["Next."], ["Café."]]]
+    assert statistics.invalid_utf8_lines == {latin1: 2}
+    report = statistics.report()
+    assert f"{latin1}: 2 lines skipped, not valid UTF-8" in report
+    assert "Skipped 2 lines and 0 empty documents." in report
+    assert clean not in report
+
+
+def test_chunks_hold_whole_documents_of_at_least_the_chunk_size(tmp_path):
+    documents = [[f"Sentence {d}.{s} of document {d}." for s in range(d % 4 + 1)]
+                 for d in range(30)]
+    text = "\n\n".join("\n".join(document) for document in documents) + "\n"
+    path = write_bytes(tmp_path / "corpus.txt", text.encode())
+    for max_chunk_bytes in (0, 100, 400, 10**6):
+        chunks, statistics = read_all([path], max_chunk_bytes)
+        assert statistics.bytes == input_bytes([path])
+        assert [document for chunk in chunks for document in chunk] == documents
+        for chunk in chunks[:-1]:
+            size = sum(len(line) + 1 for document in chunk for line in document)
+            assert size >= max_chunk_bytes
+            # ... and a chunk is closed as soon as it reaches the size.
+            assert size - sum(len(line) + 1 for line in chunk[-1]) < max(max_chunk_bytes, 1)
+    assert len(read_all([path], 0)[0]) == 30
+
+
+def test_reading_streams(tmp_path):
+    path = write_bytes(tmp_path / "corpus.txt", b"A.\n\nB.\n\nC.\n")
+    statistics = CorpusStatistics()
+    chunks = read_document_chunks([path], 0, statistics)
+    assert next(chunks) == [["A."]]
+    assert statistics.lines == 2          # read no further than the first chunk needed
+
+
+def test_unreadable_file_is_named(tmp_path):
+    missing = str(tmp_path / "missing.txt")
+    with pytest.raises(InputFileError, match="missing.txt: cannot read the text file"):
+        read_all([missing])
+
+
+def test_statistics_merge_adds_counts():
+    total, part = CorpusStatistics(), CorpusStatistics()
+    part.instances, part.lines_without_tokens, part.empty_documents = 7, 2, 1
+    part.invalid_utf8_lines["x.txt"] = 3
+    total.merge(part)
+    total.merge(part)
+    assert (total.instances, total.skipped_lines, total.empty_documents) == (14, 10, 2)
+    assert "  4 lines skipped, no tokens after tokenization" in total.report()
+    assert "  2 documents skipped, no tokens" in total.report()

@@ -1,0 +1,158 @@
+"""Text files to TFRecords in one process: what the reader gets back, sharding, compression,
+chunks, determinism and the counting of skipped input (parallel workers: tests/tools)."""
+
+import glob
+import io
+import os
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from bert_tf.data.pretraining_data_writer import write_pretraining_data
+from bert_tf.data.pretraining_dataset import (count_records, feature_spec, record_lengths,
+                                              training_dataset)
+from bert_tf.text.vocab import load_vocab
+from tests.data.toy_corpus import (CLS, FIRST_NUMBERED, SEP, numbered_documents, write_corpus,
+                                   write_vocab)
+from tests.resources import minilm_dir, shared_data_path
+
+OPTIONS = {"max_seq_length": 24, "max_predictions_per_seq": 4, "dupe_factor": 2}
+
+
+@pytest.fixture
+def corpus(tmp_path):
+    documents = numbered_documents([3, 1, 6, 2, 5, 4, 2], 4)
+    return {"text": write_corpus(tmp_path / "corpus.txt", documents), "documents": documents,
+            "vocab": write_vocab(tmp_path), "dir": tmp_path}
+
+
+def write(corpus, outputs, **kwargs):
+    options = {**OPTIONS, **kwargs}
+    paths = [str(corpus["dir"] / name) for name in outputs]
+    statistics = write_pretraining_data(
+        options.pop("inputs", [corpus["text"]]), paths, corpus["vocab"], do_lower_case=True,
+        num_workers=0, progress_stream=options.pop("progress_stream", None), **options)
+    return paths, statistics
+
+
+def parsed_records(paths, compression="", max_seq_length=24, max_predictions=4):
+    records = tf.data.TFRecordDataset(paths, compression_type=compression)
+    spec = feature_spec(max_seq_length, max_predictions)
+    return [{k: v.numpy().tolist() for k, v in tf.io.parse_single_example(r, spec).items()}
+            for r in records]
+
+
+def unmasked_tokens(record):
+    tokens = list(record["input_ids"])
+    for position, label, weight in zip(record["masked_lm_positions"], record["masked_lm_ids"],
+                                       record["masked_lm_weights"]):
+        if weight:
+            tokens[position] = label
+    return tokens[:sum(record["input_mask"])]
+
+
+def test_records_hold_the_corpus_as_the_reader_expects(corpus):
+    paths, statistics = write(corpus, ["out.tfrecord"])
+    assert record_lengths(paths[0]) == (24, 4)
+    records = parsed_records(paths)
+    assert len(records) == statistics.instances == count_records(paths)
+    assert (statistics.documents, statistics.sentences) == (7, 23)
+    seen = set()
+    for record in records:
+        tokens = unmasked_tokens(record)
+        assert tokens[0] == CLS and tokens[-1] == SEP and tokens.count(SEP) == 2
+        assert record["input_mask"] == [1] * len(tokens) + [0] * (24 - len(tokens))
+        seen.update(t - FIRST_NUMBERED for t in tokens if t not in (CLS, SEP))
+    assert seen == set(range(23 * 4))      # every word of the corpus is in some instance
+    batch = next(iter(training_dataset(paths, 8, 24, 4)))
+    assert batch["input_word_ids"].shape == (8, 24)
+
+
+def test_round_robin_over_output_files_and_gzip(corpus):
+    paths, statistics = write(corpus, ["a.tfrecord.gz", "b.tfrecord.gz", "c.tfrecord.gz"],
+                              gzip=True)
+    counts = [len(parsed_records([path], "GZIP")) for path in paths]
+    assert sum(counts) == statistics.instances and max(counts) - min(counts) <= 1
+    plain, _ = write(corpus, ["plain.tfrecord"])
+    # The same records, one file, uncompressed.
+    assert sorted(map(str, parsed_records(paths, "GZIP"))) == sorted(
+        map(str, parsed_records(plain)))
+    with pytest.raises(tf.errors.DataLossError):
+        parsed_records(paths[:1])
+
+
+def test_same_seed_same_bytes_other_seed_other_records(corpus):
+    def file_bytes(name, seed):
+        paths, _ = write(corpus, [name], random_seed=seed)
+        with open(paths[0], "rb") as f:
+            return f.read()
+
+    assert file_bytes("a.tfrecord", 1) == file_bytes("b.tfrecord", 1)
+    assert file_bytes("c.tfrecord", 1) != file_bytes("d.tfrecord", 2)
+
+
+def test_random_next_sentences_come_from_the_chunk(corpus):
+    # One document per chunk: a "random" B can only come from A's own document.
+    def document_of(token):
+        return (token - FIRST_NUMBERED) // 4
+
+    sentence_document = [d for d, document in enumerate(corpus["documents"]) for _ in document]
+    for max_chunk_bytes, expect_other_documents in ((1, False), (1 << 20, True)):
+        paths, _ = write(corpus, [f"chunks{max_chunk_bytes}.tfrecord"], dupe_factor=10,
+                         max_chunk_bytes=max_chunk_bytes)
+        other_documents = 0
+        for record in parsed_records(paths):
+            tokens = unmasked_tokens(record)
+            first_sep = tokens.index(SEP)
+            a_document = sentence_document[document_of(tokens[1])]
+            b_document = sentence_document[document_of(tokens[first_sep + 1])]
+            if record["next_sentence_labels"] == [1]:
+                other_documents += a_document != b_document
+            else:
+                assert a_document == b_document
+        assert bool(other_documents) == expect_other_documents
+
+
+def test_skipped_lines_and_empty_documents_are_counted(corpus, tmp_path):
+    bad = tmp_path / "bad.txt"
+    # A latin-1 line, a line of control characters only (no tokens), and a document made only
+    # of such a line.
+    bad.write_bytes(b"w1 w2 w3.\n\xe9t\xe9 w4.\n\x01\x02\nw5 w6.\n\n\x03\n\nw7.\n")
+    progress = io.StringIO()
+    _, statistics = write(corpus, ["out.tfrecord"], inputs=[str(bad)], progress_stream=progress)
+    assert statistics.invalid_utf8_lines == {str(bad): 1}
+    assert (statistics.lines_without_tokens, statistics.empty_documents) == (2, 1)
+    assert (statistics.documents, statistics.sentences) == (2, 3)
+    assert statistics.skipped_lines == 3
+    last_line = progress.getvalue().splitlines()[-1]
+    assert last_line.startswith("create_pretraining_data: 100.0% of 0.0 MB read, ")
+    assert f" {statistics.instances:,} instances (" in last_line
+
+
+def test_vocabulary_without_mask_is_an_error(corpus, tmp_path):
+    vocab = tmp_path / "no_mask.txt"
+    vocab.write_text("".join(t + "\n" for t in load_vocab(corpus["vocab"]) if t != "[MASK]"))
+    with pytest.raises(ValueError, match=r"lacks \['\[MASK\]'\]"):
+        write_pretraining_data([corpus["text"]], [str(tmp_path / "x.tfrecord")], str(vocab),
+                               True, num_workers=0, progress_stream=None)
+
+
+def test_gutenberg_with_a_real_vocabulary(tmp_path):
+    # Real books, a 30k-piece uncased vocabulary, and a file with lines in latin-1.
+    books = [shared_data_path("gutenberg/chesterton-ball.txt"),
+             shared_data_path("gutenberg/blake-poems.txt")]
+    vocab = os.path.join(minilm_dir(), "vocab.txt")
+    paths = [str(tmp_path / f"gutenberg-{i}.tfrecord") for i in range(2)]
+    statistics = write_pretraining_data(books, paths, vocab, True, num_workers=0,
+                                        progress_stream=None, max_seq_length=128,
+                                        max_predictions_per_seq=20, dupe_factor=1,
+                                        whole_word_mask=True)
+    assert statistics.invalid_utf8_lines == {books[0]: 2}
+    assert count_records(paths) == statistics.instances > 1000
+    batch = next(iter(training_dataset(paths, 64, 128, 20)))
+    weights = batch["masked_lm_weights"].numpy()
+    assert weights.sum() > 64 and set(np.unique(weights)) <= {0.0, 1.0}
+    assert set(batch["next_sentence_labels"].numpy()) == {0, 1}
+    assert glob.glob(str(tmp_path / "gutenberg-*.tfrecord")) and all(
+        os.path.getsize(p) > 0 for p in paths)
