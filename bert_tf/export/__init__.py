@@ -1,0 +1,24 @@
+"""SavedModels for TF Serving and TF Hub: the encoder, its MLM head, and fine-tuned task models.
+
+* `export_encoder`: a TF Hub reusable encoder (fine-tunable with `hub.KerasLayer`).
+* `export_task_model`: a task model taking raw strings (`serving_default`).
+* `write_version`: TF Serving's `<model_base_path>/<version>/` layout, written atomically.
+* `load_pretrained` / `load_task_model`: the models `tools/export_savedmodel.py` exports.
+The preprocessing SavedModel is `bert_tf.text.preprocessor_export.export_preprocessor`.
+
+Example:
+    >>> encoder = load_pretrained("converted_dir")
+    >>> write_version("/models/bert", lambda path: export_encoder(
+    ...     path, encoder, "converted_dir/vocab.txt", do_lower_case=True))
+    '/models/bert/1'
+"""
+
+from bert_tf.export.encoder_export import export_encoder
+from bert_tf.export.pretrained_models import load_pretrained, vocab_beside_checkpoint
+from bert_tf.export.serving_layout import latest_version_dir, write_version
+from bert_tf.export.task_checkpoint import TASK_MODEL_KEY, load_task_model
+from bert_tf.export.task_export import TASK_MODEL_CLASSES, export_task_model
+
+__all__ = ["TASK_MODEL_CLASSES", "TASK_MODEL_KEY", "export_encoder", "export_task_model",
+           "latest_version_dir", "load_pretrained", "load_task_model", "vocab_beside_checkpoint",
+           "write_version"]

@@ -1,0 +1,128 @@
+"""Exports a `BertEncoder` as a TF Hub reusable SavedModel (optionally with its MLM head).
+
+The SavedModel follows TF Hub's conventions for BERT encoders, so that `hub.KerasLayer` can
+fine-tune it and TF Serving can serve it:
+
+* the loaded object is callable, `obj(inputs, training=False)`, on a dict of int32
+  `[batch, seq]` tensors `input_word_ids`, `input_mask`, `input_type_ids` (any batch size, any
+  `seq` up to `max_position_embeddings`) and returns `sequence_output [batch, seq, H]`,
+  `pooled_output [batch, H]`, `default` (= `pooled_output`) and `encoder_outputs` (one
+  `[batch, seq, H]` per layer). `training=True` applies dropout, as fine-tuning needs;
+* `obj.variables`, `obj.trainable_variables` and `obj.regularization_losses` (empty), the
+  attributes through which `hub.KerasLayer(path, trainable=True)` trains the encoder;
+* `obj.vocab_file` (an asset: the vocabulary travels with the model) and `obj.do_lower_case`;
+* `obj.serve(inputs)`, the same call without `training`, which `keras.layers.TFSMLayer(path)`
+  uses by default;
+* with the MLM head, `obj.mlm(inputs)`: the same dict plus `masked_lm_positions` (int32
+  `[batch, num_predictions]`) gives the encoder's outputs plus
+  `mlm_logits [batch, num_predictions, vocab_size]`.
+
+Signatures (for TF Serving and `saved_model_cli`; tensors only, so the per-layer list is
+flattened): `serving_default` takes `input_word_ids`, `input_mask`, `input_type_ids` and
+returns `sequence_output`, `pooled_output`, `default` and `encoder_outputs_0` ...
+`encoder_outputs_{L-1}`; `mlm` (with the head) also takes `masked_lm_positions` and adds
+`mlm_logits`.
+
+Example:
+    >>> export_encoder("/tmp/bert/1", load_encoder("converted_dir"), "vocab.txt", True)
+    >>> encoder = tf.saved_model.load("/tmp/bert/1")
+    >>> encoder({"input_word_ids": ids, "input_mask": mask, "input_type_ids": types},
+    ...         training=False)["pooled_output"]
+"""
+
+import tensorflow as tf
+from tensorflow.python.saved_model import save_context
+
+from bert_tf.models.bert_encoder import INPUT_KEYS, BertEncoder
+from bert_tf.models.bert_pretrainer import BertPretrainer
+
+MLM_POSITIONS_KEY = "masked_lm_positions"
+SAVE_OPTIONS = tf.saved_model.SaveOptions()
+
+
+def _input_specs(keys):
+    # Dynamic batch and sequence length: one SavedModel serves every seq_length a user packs.
+    return {key: tf.TensorSpec([None, None], tf.int32, name=key) for key in keys}
+
+
+def _flat_outputs(outputs):
+    """Signature outputs must be a flat dict of tensors: number the per-layer outputs."""
+    flat = {key: value for key, value in outputs.items() if key != "encoder_outputs"}
+    flat.update({f"encoder_outputs_{i}": layer
+                 for i, layer in enumerate(outputs["encoder_outputs"])})
+    return flat
+
+
+def export_encoder(export_dir, model, vocab_file, do_lower_case):
+    """Writes `model` as an encoder SavedModel to `export_dir`.
+
+    Args:
+        export_dir: the directory to write (for TF Serving, `<model_base_path>/<version>`; see
+            `serving_layout.write_version`).
+        model: a `BertEncoder`, or a `BertPretrainer` to export its encoder with the MLM head
+            (`obj.mlm`); the next-sentence head is not exported.
+        vocab_file: the encoder's `vocab.txt`, copied into the SavedModel as an asset.
+        do_lower_case: whether the vocabulary is uncased; stored for consumers that build
+            their own tokenizer.
+    """
+    if isinstance(model, BertPretrainer):
+        encoder, pretrainer = model.encoder, model
+    elif isinstance(model, BertEncoder):
+        encoder, pretrainer = model, None
+    else:
+        raise TypeError(f"export_encoder exports a BertEncoder or a BertPretrainer, got "
+                        f"{type(model).__name__}.")
+    # tf.Module computes `variables` on the fly and does not save it; the reusable SavedModel
+    # API needs these lists saved as attributes, so the root is a plain trackable (what Keras'
+    # own ExportArchive uses).
+    root = tf.__internal__.tracking.AutoTrackable()
+    root.vocab_file = tf.saved_model.Asset(vocab_file)
+    root.do_lower_case = tf.Variable(bool(do_lower_case), trainable=False, name="do_lower_case")
+    # Every variable __call__ uses, including the dropout layers' RNG states, which no Keras
+    # layer tracks for TensorFlow: without them here the SavedModel could not capture them.
+    root.variables = list(encoder.variables)
+    root.trainable_variables = list(encoder.trainable_variables)
+    root.regularization_losses = []
+
+    # `training` must be a Python bool: the SavedModel keeps one traced graph per value (with
+    # and without dropout) and hub.KerasLayer picks one with smart_cond.
+    @tf.function(autograph=False)
+    def call(inputs, training=False):
+        outputs = encoder(inputs, training=training)
+        return {**outputs, "default": outputs["pooled_output"]}
+
+    encoder_specs = _input_specs(INPUT_KEYS)
+    # tf.saved_model.save re-traces whatever was traced outside of saving (the save context is
+    # part of the trace cache key), and a tf.function called inside another one is traced anew
+    # for each caller. Tracing once here, in the save context, and calling the resulting graph
+    # everywhere else makes the encoder traced exactly once per `training` value.
+    with save_context.save_context(SAVE_OPTIONS):
+        inference, _ = (call.get_concrete_function(encoder_specs, training=training)
+                        for training in (False, True))
+    root.__call__ = call
+    root.serve = tf.function(lambda inputs: inference(inputs, training=False),
+                             input_signature=[encoder_specs], autograph=False)
+    signatures = {"serving_default": tf.function(
+        lambda **inputs: _flat_outputs(inference(inputs, training=False)),
+        autograph=False).get_concrete_function(**encoder_specs)}
+
+    if pretrainer is not None:
+        # The MLM head's weights are not among `variables`: __call__ does not use them, and
+        # hub.KerasLayer would otherwise train (and warn about) weights without gradients.
+        root.mlm_variables = list(pretrainer.masked_lm.variables)
+
+        @tf.function(input_signature=[_input_specs(INPUT_KEYS + (MLM_POSITIONS_KEY,))],
+                     autograph=False)
+        def mlm(inputs):
+            outputs = inference({key: inputs[key] for key in INPUT_KEYS}, training=False)
+            # What BertPretrainer.call does for its MLM output, on the same encoder outputs.
+            outputs["mlm_logits"] = pretrainer.masked_lm(
+                outputs["sequence_output"], inputs[MLM_POSITIONS_KEY],
+                encoder.embeddings.word_embeddings)
+            return outputs
+
+        root.mlm = mlm
+        signatures["mlm"] = tf.function(
+            lambda **inputs: _flat_outputs(mlm(inputs)), autograph=False).get_concrete_function(
+                **_input_specs(INPUT_KEYS + (MLM_POSITIONS_KEY,)))
+    tf.saved_model.save(root, export_dir, signatures=signatures, options=SAVE_OPTIONS)

@@ -1,0 +1,215 @@
+"""Exports a fine-tuned task model as a SavedModel that TF Serving runs on raw strings.
+
+Tokenization runs in the graph (tf.text), so the SavedModel needs no Python code of this
+package: TF Serving, `tools/serve.py`, or a process importing only `tensorflow` and
+`tensorflow_text` can run it. The vocabulary travels with it as the asset `vocab_file`.
+
+Signatures (all inputs are strings, batch dimension first):
+
+| task | `serving_default` inputs | outputs |
+| --- | --- | --- |
+| classifier | `text`, or `text_a` + `text_b` | `logits`, `probabilities` `[batch, C]`, `label` (int32 index), `label_name` `[batch]`; one class (regression): `logits`, `score` |
+| ner | `text` | `logits`, `probabilities` `[batch, seq, C]`, `label`, `label_name`, `start_offset`, `end_offset`, `first_subword` `[batch, seq]` |
+| squad | `question`, `context` | `start_logits`, `end_logits` `[batch, seq]`, `answer`, `answer_start`, `answer_end`, `score` `[batch]` |
+| multiple_choice | `context` `[batch]`, `choices` `[batch, num_choices]` | `logits`, `probabilities` `[batch, num_choices]`, `label` `[batch]` |
+
+NER offsets are bytes of `text` covered by each token (-1 at `[CLS]`, `[SEP]` and padding);
+a word's tag is the label of its `first_subword`, as in the paper. The SQuAD answer is the
+highest-scoring span of at most `max_answer_length` context tokens (start logit + end logit),
+as `context[answer_start:answer_end]` in bytes; a context that does not fit in `seq_length`
+next to the question is truncated (no document stride). A classifier also gets TF Serving's
+`tensorflow/serving/classify` signature: serialized `tf.Example`s with bytes features named like
+the inputs, returning `classes` (the label names) and `scores` (probabilities).
+
+Example:
+    >>> export_task_model("/models/sst2/1", "classifier", classifier, "vocab.txt",
+    ...                   do_lower_case=True, seq_length=128, label_names=["negative", "positive"])
+    >>> tf.saved_model.load("/models/sst2/1").signatures["serving_default"](
+    ...     text=tf.constant(["a gripping film"]))["label_name"]
+    <tf.Tensor: ... numpy=array([b'positive'], dtype=object)>
+"""
+
+import tensorflow as tf
+
+from bert_tf.export.text_inputs import RawTextPacker
+from bert_tf.models.bert_classifier import BertClassifier
+from bert_tf.models.bert_multiple_choice import BertMultipleChoice
+from bert_tf.models.bert_span_labeler import BertSpanLabeler
+from bert_tf.models.bert_token_classifier import BertTokenClassifier
+
+TASK_MODEL_CLASSES = {
+    "classifier": BertClassifier,
+    "ner": BertTokenClassifier,
+    "squad": BertSpanLabeler,
+    "multiple_choice": BertMultipleChoice,
+}
+CLASSIFY_SIGNATURE = "tensorflow/serving/classify"
+# Google's run_squad.py default for --max_answer_length.
+DEFAULT_MAX_ANSWER_LENGTH = 30
+
+
+def _strings(*names, rank=1):
+    return [tf.TensorSpec([None] * rank, tf.string, name=name) for name in names]
+
+
+def _class_outputs(logits, label_names):
+    """Probabilities, the arg-max label and its name, over the last axis of `logits`."""
+    label = tf.argmax(logits, axis=-1, output_type=tf.int32)
+    return {"logits": logits, "probabilities": tf.nn.softmax(logits), "label": label,
+            "label_name": tf.gather(label_names, label)}
+
+
+def best_spans(start_logits, end_logits, candidates, max_answer_length):
+    """The best answer span per example: `(start, end, score, found)`, each `[batch]`.
+
+    Considers every span `start <= end < start + max_answer_length` of `candidates` (bool
+    `[batch, seq]`) tokens, scored `start_logits[start] + end_logits[end]`; `found` is False
+    when an example has no candidate token (start, end and score are then meaningless).
+    """
+    seq_length = tf.shape(start_logits)[1]
+    positions = tf.range(seq_length)
+    short_enough = ((positions[None, :] >= positions[:, None])
+                    & (positions[None, :] < positions[:, None] + max_answer_length))
+    allowed = short_enough[None] & candidates[:, :, None] & candidates[:, None, :]
+    scores = tf.where(allowed, start_logits[:, :, None] + end_logits[:, None, :],
+                      tf.float32.min)
+    flat_scores = tf.reshape(scores, [tf.shape(scores)[0], -1])
+    best = tf.argmax(flat_scores, axis=1, output_type=tf.int32)
+    return (best // seq_length, best % seq_length, tf.reduce_max(flat_scores, axis=1),
+            tf.reduce_any(allowed, axis=[1, 2]))
+
+
+class _ServingFunctions:
+    """Builds the signatures of one task model; each `<task>()` returns them as a dict."""
+
+    def __init__(self, model, packer, label_names, text_pairs, max_answer_length):
+        self.model = model
+        self.packer = packer
+        self.label_names = label_names
+        self.text_pairs = text_pairs
+        self.max_answer_length = max_answer_length
+
+    def _function(self, python_function, input_signature):
+        return tf.function(python_function, input_signature=input_signature,
+                           autograph=False).get_concrete_function()
+
+    def classifier(self):
+        names = ("text_a", "text_b") if self.text_pairs else ("text",)
+        label_names = tf.constant(self.label_names)
+
+        def classify_texts(*texts):
+            logits = self.model(self.packer.pack(texts), training=False)["logits"]
+            if self.model.num_classes == 1:  # regression (e.g. STS-B): the logit is the score
+                return {"logits": logits, "score": logits[:, 0]}
+            return _class_outputs(logits, label_names)
+
+        serving_default = self._function(classify_texts, _strings(*names))
+        signatures = {"serving_default": serving_default}
+        if self.model.num_classes > 1:
+            features = {name: tf.io.FixedLenFeature([], tf.string) for name in names}
+
+            def classify(inputs):
+                parsed = tf.io.parse_example(inputs, features)
+                # Calls the traced serving_default graph rather than tracing the model again.
+                probabilities = serving_default(*(parsed[name] for name in names))[
+                    "probabilities"]
+                return {"classes": tf.tile(label_names[None], [tf.shape(probabilities)[0], 1]),
+                        "scores": probabilities}
+
+            signatures[CLASSIFY_SIGNATURE] = self._function(classify, _strings("inputs"))
+        return signatures
+
+    def ner(self):
+        label_names = tf.constant(self.label_names)
+
+        def serving_default(text):
+            inputs, tokens = self.packer.pack_with_offsets([text])
+            logits = self.model(inputs, training=False)["logits"]
+            return {**_class_outputs(logits, label_names), **tokens}
+
+        return {"serving_default": self._function(serving_default, _strings("text"))}
+
+    def squad(self):
+        def serving_default(question, context):
+            inputs, tokens = self.packer.pack_with_offsets([question, context])
+            outputs = self.model(inputs, training=False)
+            # Answers come from the context (segment 1) only; [SEP] and padding have no offsets.
+            candidates = ((inputs["input_type_ids"] == 1)
+                          & (tokens["start_offset"] != -1))
+            start, end, score, found = best_spans(
+                outputs["start_logits"], outputs["end_logits"], candidates,
+                self.max_answer_length)
+            answer_start = tf.where(found, tf.gather(tokens["start_offset"], start, batch_dims=1),
+                                    -1)
+            answer_end = tf.where(found, tf.gather(tokens["end_offset"], end, batch_dims=1), -1)
+            answer = tf.where(found, tf.strings.substr(context, answer_start,
+                                                       answer_end - answer_start), "")
+            return {"start_logits": outputs["start_logits"], "end_logits": outputs["end_logits"],
+                    "answer": answer, "answer_start": answer_start, "answer_end": answer_end,
+                    "score": tf.where(found, score, tf.float32.min)}
+
+        return {"serving_default": self._function(serving_default,
+                                                  _strings("question", "context"))}
+
+    def multiple_choice(self):
+        def serving_default(context, choices):
+            # One sequence per (context, choice), as BertMultipleChoice reads them.
+            contexts = tf.broadcast_to(context[:, None], tf.shape(choices))
+            packed = self.packer.pack([tf.reshape(contexts, [-1]), tf.reshape(choices, [-1])])
+            shape = tf.concat([tf.shape(choices), [self.packer.seq_length]], axis=0)
+            inputs = {key: tf.reshape(value, shape) for key, value in packed.items()}
+            logits = self.model(inputs, training=False)["logits"]
+            return {"logits": logits, "probabilities": tf.nn.softmax(logits),
+                    "label": tf.argmax(logits, axis=-1, output_type=tf.int32)}
+
+        return {"serving_default": self._function(
+            serving_default, _strings("context") + _strings("choices", rank=2))}
+
+
+def export_task_model(export_dir, task, model, vocab_file, do_lower_case, seq_length=128,
+                      text_pairs=False, label_names=None,
+                      max_answer_length=DEFAULT_MAX_ANSWER_LENGTH):
+    """Writes `model` with in-graph preprocessing as a serving SavedModel to `export_dir`.
+
+    Args:
+        export_dir: the directory to write (for TF Serving, `<model_base_path>/<version>`).
+        task: "classifier", "ner", "squad" or "multiple_choice".
+        model: the matching task model (`BertClassifier`, `BertTokenClassifier`,
+            `BertSpanLabeler`, `BertMultipleChoice`).
+        vocab_file, do_lower_case: the encoder's vocabulary and casing.
+        seq_length: every input is packed to this length; at most the encoder's
+            `max_position_embeddings`.
+        text_pairs: classifier only: inputs `text_a`, `text_b` instead of `text`.
+        label_names: classifier / ner: a name per class, for `label_name` and `classes`;
+            defaults to "0", "1", ...
+        max_answer_length: squad only: the longest answer, in tokens.
+    """
+    if task not in TASK_MODEL_CLASSES:
+        raise ValueError(f"Unknown task {task!r}; expected one of {sorted(TASK_MODEL_CLASSES)}.")
+    if not isinstance(model, TASK_MODEL_CLASSES[task]):
+        raise TypeError(f"The {task} export takes a {TASK_MODEL_CLASSES[task].__name__}, got "
+                        f"{type(model).__name__}.")
+    max_positions = model.encoder.config.max_position_embeddings
+    if not 3 <= seq_length <= max_positions:
+        raise ValueError(f"seq_length must be between 3 and the encoder's "
+                         f"max_position_embeddings ({max_positions}), got {seq_length}.")
+    if text_pairs and task != "classifier":
+        raise ValueError(f"text_pairs applies to the classifier export only, not to {task}.")
+    num_classes = getattr(model, "num_classes", None)
+    if label_names is None:
+        label_names = [str(i) for i in range(num_classes or 0)]
+    elif num_classes is None or len(label_names) != num_classes:
+        raise ValueError(f"label_names gives {len(label_names)} name(s) but the {task} model "
+                         f"has {num_classes or 'no'} classes.")
+
+    functions = _ServingFunctions(model, RawTextPacker(vocab_file, do_lower_case, seq_length),
+                                  list(label_names), text_pairs, max_answer_length)
+    signatures = getattr(functions, task)()
+    root = tf.__internal__.tracking.AutoTrackable()
+    root.vocab_file = tf.saved_model.Asset(vocab_file)
+    root.do_lower_case = tf.Variable(bool(do_lower_case), trainable=False, name="do_lower_case")
+    root.seq_length = tf.Variable(seq_length, trainable=False, name="seq_length")
+    # Tracked so that the SavedModel holds every variable the signatures capture (Keras does
+    # not track its dropout RNG states for TensorFlow).
+    root.model_variables = list(model.variables)
+    tf.saved_model.save(root, export_dir, signatures=signatures)

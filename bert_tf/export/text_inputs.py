@@ -1,0 +1,74 @@
+"""`RawTextPacker`: raw strings to encoder inputs, plus where each packed token came from.
+
+Serving models answer in terms of the client's text: a tagger labels spans of the input, a
+SQuAD model returns a piece of the context. So besides the encoder's three inputs, this packs
+each token's byte offsets in its input string and whether it starts a word, aligned position by
+position with `input_word_ids` (the same `BertPacker` trimming and layout, with -1 at `[CLS]`,
+`[SEP]` and padding).
+
+Example:
+    >>> packer = RawTextPacker("vocab.txt", do_lower_case=True, seq_length=8)
+    >>> inputs, tokens = packer.pack_with_offsets([tf.constant(["Hello unaffable"])])
+    >>> tokens["start_offset"]       # [CLS] hello un ##aff ##able [SEP] pad pad
+    <tf.Tensor: numpy=array([[-1, 0, 6, 8, 11, -1, -1, -1]], dtype=int32)>
+    >>> tokens["first_subword"]
+    <tf.Tensor: numpy=array([[False, True, True, False, False, False, False, False]])>
+"""
+
+import tensorflow as tf
+
+from bert_tf.text.bert_packer import BertPacker
+from bert_tf.text.bert_tokenizer import BertTokenizer
+
+# Marks [CLS], [SEP] and padding in the aligned per-token outputs.
+NOT_A_TOKEN = -1
+
+
+class RawTextPacker:
+    """Tokenizes and packs 1..N string segments `[batch]` to `seq_length` (round-robin
+    truncation, as `BertPreprocessor`).
+
+    Args:
+        vocab_file: the `vocab.txt`.
+        do_lower_case: BERT's `do_lower_case`.
+        seq_length: length of the packed inputs.
+    """
+
+    def __init__(self, vocab_file, do_lower_case, seq_length):
+        self.tokenizer = BertTokenizer(vocab_file, do_lower_case)
+        self.packer = BertPacker(
+            seq_length, start_id=self.tokenizer.token_id("[CLS]"),
+            end_id=self.tokenizer.token_id("[SEP]"), pad_id=self.tokenizer.token_id("[PAD]"))
+        # Trimming depends only on segment lengths, so packing per-piece values with the same
+        # packer settings puts each value at its token's position.
+        self._aligned_packer = BertPacker(seq_length, start_id=NOT_A_TOKEN, end_id=NOT_A_TOKEN,
+                                          pad_id=NOT_A_TOKEN)
+
+    @property
+    def seq_length(self):
+        return self.packer.seq_length
+
+    def pack(self, segments):
+        """The encoder's input dict for a list of string tensors `[batch]`."""
+        return self.packer([self.tokenizer.tokenize(segment) for segment in segments])
+
+    def pack_with_offsets(self, segments):
+        """`(inputs, tokens)`: the encoder's input dict, and `tokens` with int32 `[batch, seq]`
+        `start_offset` / `end_offset` (the token covers `segment[start:end]`, in bytes, of the
+        segment that `input_type_ids` names) and bool `first_subword` (the token starts a word)."""
+        ids, starts, ends, firsts = [], [], [], []
+        for segment in segments:
+            segment_ids, segment_starts, segment_ends = self.tokenizer.tokenize_with_offsets(
+                segment)
+            pieces = segment_ids.values                     # [words, pieces]
+            position_in_word = (tf.range(tf.size(pieces.values, tf.int64))
+                                - tf.gather(pieces.row_starts(), pieces.value_rowids()))
+            ids.append(segment_ids)
+            starts.append(segment_starts)
+            ends.append(segment_ends)
+            firsts.append(segment_ids.with_flat_values(tf.cast(position_in_word == 0, tf.int32)))
+        tokens = {name: self._aligned_packer(values)["input_word_ids"]
+                  for name, values in (("start_offset", starts), ("end_offset", ends),
+                                       ("first_subword", firsts))}
+        tokens["first_subword"] = tokens["first_subword"] == 1
+        return self.packer(ids), tokens
