@@ -36,16 +36,21 @@ class BasicTokenizer(tf.Module):
             self._expansion_lengths = tf.constant(table.expansion_splits[1:]
                                                   - table.expansion_splits[:-1])
 
+    # Plain TensorFlow ops without tensor-dependent Python control flow: AutoGraph (tf.function,
+    # tf.data) has nothing to convert, and converting this code would cost seconds per trace.
+    @tf.autograph.experimental.do_not_convert
     def split(self, texts):
         """Words of each text: a `RaggedTensor` of strings `[batch, words]` for `texts [batch]`."""
         words = self.split_to_codepoints(texts)
         return words.with_values(tf.strings.unicode_encode(words.values, "UTF-8"))
 
+    @tf.autograph.experimental.do_not_convert
     def split_to_codepoints(self, texts):
         """The words of `texts [batch]` as code points: int32 `RaggedTensor [batch, words, chars]`."""
         words, _, _ = self._split(texts, with_offsets=False)
         return words
 
+    @tf.autograph.experimental.do_not_convert
     def split_to_codepoints_with_offsets(self, texts):
         """Like `split_to_codepoints`, plus where each output character came from.
 

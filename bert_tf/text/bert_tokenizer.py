@@ -69,11 +69,15 @@ class BertTokenizer(tf.Module):
             raise ValueError(f"The vocabulary ({len(self.vocab)} tokens) has no {token!r} token.")
         return self._ids[token]
 
+    # Plain TensorFlow ops without tensor-dependent Python control flow: AutoGraph (tf.function,
+    # tf.data) has nothing to convert, and converting this code would cost seconds per trace.
+    @tf.autograph.experimental.do_not_convert
     def tokenize(self, texts):
         """Word-piece ids of `texts [batch]`: int32 `RaggedTensor [batch, words, word pieces]`."""
         ids, _, _ = self._tokenize(texts, with_offsets=False)
         return ids
 
+    @tf.autograph.experimental.do_not_convert
     def tokenize_with_offsets(self, texts):
         """`(ids, starts, ends)`, all `[batch, words, word pieces]`.
 
@@ -83,6 +87,7 @@ class BertTokenizer(tf.Module):
         """
         return self._tokenize(texts, with_offsets=True)
 
+    @tf.autograph.experimental.do_not_convert
     def detokenize(self, ids):
         """Text of `ids` (`[batch, words, pieces]` or `[batch, tokens]`, ragged or dense): pieces
         joined into words at `##`, words separated by one space; [CLS], [SEP] and [PAD] left out

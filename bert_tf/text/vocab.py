@@ -1,4 +1,12 @@
-"""Reading and writing WordPiece vocabularies: one token per line, the line number is the id."""
+"""WordPiece vocabularies: reading and writing (one token per line, the line number is the id)
+and learning one from text."""
+
+import collections
+
+import tensorflow as tf
+from tensorflow_text.tools.wordpiece_vocab import wordpiece_tokenizer_learner_lib
+
+from bert_tf.text.basic_tokenizer import BasicTokenizer
 
 # The tokens BERT's inputs are built with; build_vocab puts them first, in this order, so that
 # [PAD] is id 0 (padding must be id 0: input_mask and the embedding of padded positions rely on
@@ -43,3 +51,53 @@ def save_vocab(tokens, path):
     """Writes `tokens` to `path`, one per line (UTF-8)."""
     with open(path, "w", encoding="utf-8", newline="\n") as f:
         f.writelines(token + "\n" for token in tokens)
+
+
+def count_words(lines, lower_case, batch_size=4096):
+    """Counts BERT's words (after basic tokenization, in the graph) over an iterable of lines.
+
+    `lines` may be `bytes` (invalid UTF-8 is tolerated: those bytes are dropped, as when reading
+    with `errors="replace"`) or `str`. Lines are consumed in batches, so files of any size
+    stream through in constant memory.
+
+    Example:
+        >>> count_words([b"Hello, hello!"], lower_case=True)
+        Counter({'hello': 2, ',': 1, '!': 1})
+    """
+    splitter = BasicTokenizer(lower_case)
+    split = tf.function(lambda texts: splitter.split(texts).flat_values,
+                        input_signature=[tf.TensorSpec([None], tf.string)])
+    counts = collections.Counter()
+    for batch in _batches(lines, batch_size):
+        counts.update(split(tf.constant(batch, tf.string)).numpy())
+    return collections.Counter({word.decode("utf-8"): count for word, count in counts.items()})
+
+
+def learn_vocab(word_counts, vocab_size, reserved_tokens=RESERVED_TOKENS, **learn_params):
+    """Learns a WordPiece vocabulary of at most `vocab_size` tokens from `word_counts`.
+
+    Uses tf.text's implementation of the BERT vocabulary learner (the frequency-threshold
+    algorithm of tensor2tensor, binary-searched to the target size): the reserved tokens first,
+    then every kept character alone and as a `##` continuation, then the learned word pieces by
+    frequency. `learn_params` go to `tensorflow_text`'s `learn` (`max_unique_chars`,
+    `lower_thresh`, `num_iterations`, ...).
+    """
+    if vocab_size <= len(reserved_tokens):
+        raise ValueError(f"vocab_size {vocab_size} leaves no room after the "
+                         f"{len(reserved_tokens)} reserved tokens.")
+    if not word_counts:
+        raise ValueError("No words to learn a vocabulary from: the input text is empty.")
+    return wordpiece_tokenizer_learner_lib.learn(
+        dict(word_counts), vocab_size=vocab_size, reserved_tokens=list(reserved_tokens),
+        **learn_params)
+
+
+def _batches(lines, batch_size):
+    batch = []
+    for line in lines:
+        batch.append(line)
+        if len(batch) == batch_size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch

@@ -1,0 +1,71 @@
+"""Exports BERT's text preprocessing as a SavedModel that follows the TF Hub convention.
+
+The SavedModel needs no Python code of this package to run: load it in a process that imports
+only `tensorflow` and `tensorflow_text` (which registers the WordPiece op):
+
+    >>> export_preprocessor("/tmp/bert_preprocess", "vocab.txt", do_lower_case=True)
+    >>> preprocess = tf.saved_model.load("/tmp/bert_preprocess")
+    >>> preprocess(tf.constant(["hello world"]))["input_word_ids"].shape      # seq_length 128
+    TensorShape([1, 128])
+    >>> tokens = preprocess.tokenize(tf.constant(["hello world"]))  # RaggedTensor [1, words, pieces]
+    >>> pairs = preprocess.bert_pack_inputs([tokens, tokens], seq_length=64)
+    >>> preprocess.vocab_file.asset_path, preprocess.do_lower_case.numpy()
+"""
+
+
+import tensorflow as tf
+
+from bert_tf.text.bert_packer import BertPacker
+from bert_tf.text.bert_tokenizer import BertTokenizer
+
+# bert_pack_inputs gets a concrete function for these segment counts and both token layouts
+# ([batch, words, pieces] from tokenize, or [batch, pieces]), as TF Hub's preprocessors have.
+_MAX_SEGMENTS = 3
+
+
+class _Preprocessor(tf.Module):
+
+    def __init__(self, vocab_file, do_lower_case, seq_length, truncation):
+        super().__init__(name="bert_preprocess")
+        self.tokenizer = BertTokenizer(vocab_file, do_lower_case)
+        self.packer = BertPacker(
+            seq_length, start_id=self.tokenizer.token_id("[CLS]"),
+            end_id=self.tokenizer.token_id("[SEP]"), pad_id=self.tokenizer.token_id("[PAD]"),
+            truncation=truncation)
+        # TF Hub's BERT models carry these two; consumers read them to build their tokenizer.
+        self.vocab_file = tf.saved_model.Asset(vocab_file)
+        self.do_lower_case = tf.Variable(bool(do_lower_case), trainable=False,
+                                         name="do_lower_case")
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
+    def __call__(self, texts):
+        return self.packer([self.tokenizer.tokenize(texts)])
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
+    def tokenize(self, texts):
+        return self.tokenizer.tokenize(texts)
+
+    @tf.function
+    def bert_pack_inputs(self, inputs, seq_length):
+        return self.packer(list(inputs), seq_length=seq_length)
+
+
+def export_preprocessor(output_dir, vocab_file, do_lower_case, seq_length=128,
+                        truncation="round_robin"):
+    """Writes the preprocessing SavedModel for `vocab_file` to `output_dir`.
+
+    The loaded object is callable on a string tensor `[batch]` (→ the three int32
+    `[batch, seq_length]` inputs, single segment), has `tokenize(strings)` (→ int32 RaggedTensor
+    `[batch, words, pieces]`) and `bert_pack_inputs(list_of_tokenized, seq_length=N)` for 1 to 3
+    segments and any N, the vocabulary as the asset `vocab_file`, and the variable
+    `do_lower_case`. The `serving_default` signature maps `text` to the three inputs.
+    """
+    module = _Preprocessor(vocab_file, do_lower_case, seq_length, truncation)
+    for ragged_rank in (1, 2):
+        spec = tf.RaggedTensorSpec([None] * (ragged_rank + 1), tf.int32, ragged_rank=ragged_rank)
+        for num_segments in range(1, _MAX_SEGMENTS + 1):
+            module.bert_pack_inputs.get_concrete_function(
+                [spec] * num_segments, seq_length=tf.TensorSpec([], tf.int32))
+    serving = tf.function(lambda text: module(text)).get_concrete_function(
+        tf.TensorSpec([None], tf.string, name="text"))
+    tf.saved_model.save(module, output_dir, signatures={"serving_default": serving})
