@@ -1,0 +1,45 @@
+"""Runs exported SavedModels in a process that imports only `tensorflow` and `tensorflow_text`.
+
+Usage: python fresh_process_runner.py JOBS.json, where JOBS.json lists
+`{"path": ..., "function": "serving_default" | "mlm" | "__call__", "inputs": {name: [dtype,
+nested list]}, "outputs": "out.npz"}`; signatures are called with the inputs as keyword
+tensors, "__call__" with the dict and training=False (its `encoder_outputs` list is saved as
+encoder_outputs_0, 1, ...). String outputs are saved as bytes arrays. Exits non-zero if any
+module of this package got imported (TensorFlow imports Keras itself, so that one is allowed).
+"""
+
+import json
+import sys
+
+import numpy as np
+import tensorflow as tf
+import tensorflow_text  # noqa: F401  (registers the tf.text ops the SavedModels use)
+
+
+def run(job):
+    loaded = tf.saved_model.load(job["path"])
+    inputs = {name: tf.constant(value, dtype=dtype) for name, (dtype, value)
+              in job["inputs"].items()}
+    if job["function"] == "__call__":
+        outputs = dict(loaded(inputs, training=False))
+        for i, layer in enumerate(outputs.pop("encoder_outputs")):
+            outputs[f"encoder_outputs_{i}"] = layer
+    else:
+        outputs = loaded.signatures[job["function"]](**inputs)
+    np.savez(job["outputs"], **{name: value.numpy().astype(bytes)
+                                if value.dtype == tf.string else value.numpy()
+                                for name, value in outputs.items()})
+
+
+def main(jobs_file):
+    with open(jobs_file) as f:
+        jobs = json.load(f)
+    for job in jobs:
+        run(job)
+    leaked = sorted(name for name in sys.modules if name.split(".")[0] == "bert_tf")
+    if leaked:
+        sys.exit(f"Loading imported {leaked}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])

@@ -1,0 +1,283 @@
+"""Task SavedModels for TF Serving: raw strings in, named outputs equal to the Keras task model
+on the package's own preprocessing; answers and offsets as text; loading from fine-tuned
+checkpoints; a fresh process; saved_model_cli; clear errors."""
+
+import json
+import os
+import subprocess
+import sys
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from bert_tf import BertEncoder
+from bert_tf.export import export_task_model, load_task_model, write_version
+from bert_tf.export.task_export import CLASSIFY_SIGNATURE, best_spans
+from bert_tf.models.bert_classifier import BertClassifier
+from bert_tf.models.bert_multiple_choice import BertMultipleChoice
+from bert_tf.models.bert_span_labeler import BertSpanLabeler
+from bert_tf.models.bert_token_classifier import BertTokenClassifier
+from bert_tf.text.bert_preprocessor import BertPreprocessor
+from bert_tf.text.bert_tokenizer import BertTokenizer
+from tests.export.tiny_models import tiny_config, write_task_checkpoint
+
+RUNNER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fresh_process_runner.py")
+SEQ_LENGTH = 16
+ATOL = 1e-5
+LABELS = ["negative", "positive", "neutral"]
+
+# Inputs of each task's serving_default.
+FEEDS = {
+    "classifier": {"text_a": ["Hello world!", "What a good film", ""],
+                   "text_b": ["unaffable", "the movies", "bad"]},
+    "ner": {"text": ["Hello, unaffable world", "what?", ""]},
+    "squad": {"question": ["what world?", "a film?"],
+              "context": ["Hello unaffable world, the world.", "a good film! a bad movie"]},
+    "multiple_choice": {"context": ["what is the film", "hello"],
+                        "choices": [["good", "bad", "un"], ["world", "the world", ""]]},
+}
+
+
+def new_model(task):
+    encoder = BertEncoder(tiny_config(num_hidden_layers=1))
+    return {"classifier": lambda: BertClassifier(encoder, num_classes=3),
+            "ner": lambda: BertTokenClassifier(encoder, num_classes=3),
+            "squad": lambda: BertSpanLabeler(encoder),
+            "multiple_choice": lambda: BertMultipleChoice(encoder)}[task]()
+
+
+@pytest.fixture(scope="module")
+def checkpoints(tmp_path_factory):
+    """A fine-tuned-style checkpoint per task (random weights), and the model written."""
+    keras.utils.set_random_seed(1)
+    written = {}
+    for task in FEEDS:
+        directory = str(tmp_path_factory.mktemp(f"{task}_checkpoint"))
+        model = new_model(task)
+        written[task] = (write_task_checkpoint(directory, model), model)
+    return written
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory, checkpoints, vocab_file):
+    """`{task: (SavedModel dir, loaded, Keras model restored from the checkpoint)}`."""
+    base = tmp_path_factory.mktemp("models")
+    result = {}
+    for task, (prefix, _) in checkpoints.items():
+        model = load_task_model(task, os.path.dirname(prefix))
+        options = {"classifier": {"text_pairs": True, "label_names": LABELS},
+                   "squad": {"max_answer_length": 3}}.get(task, {})
+        path = write_version(str(base / task), lambda d: export_task_model(
+            d, task, model, vocab_file, do_lower_case=True, seq_length=SEQ_LENGTH, **options))
+        result[task] = (path, tf.saved_model.load(path), model)
+    return result
+
+
+@pytest.fixture(scope="module")
+def preprocessor(vocab_file):
+    """The package's Keras preprocessing layer: the reference packing."""
+    return BertPreprocessor(vocab_file, lower_case=True, seq_length=SEQ_LENGTH)
+
+
+def serve(exported, task):
+    signature = exported[task][1].signatures["serving_default"]
+    return signature(**{name: tf.constant(value) for name, value in FEEDS[task].items()})
+
+
+def test_checkpoints_restore_every_weight(exported, checkpoints):
+    for task, (_, written) in checkpoints.items():
+        restored = exported[task][2]
+        assert type(restored) is type(written)
+        assert len(restored.weights) == len(written.weights)
+        for got, want in zip(restored.weights, written.weights):
+            np.testing.assert_array_equal(got.numpy(), want.numpy(), err_msg=got.path)
+
+
+def test_classifier_pairs(exported, preprocessor):
+    feed = FEEDS["classifier"]
+    model = exported["classifier"][2]
+    logits = model(preprocessor((tf.constant(feed["text_a"]), tf.constant(feed["text_b"]))),
+                   training=False)["logits"].numpy()
+    outputs = serve(exported, "classifier")
+    assert sorted(outputs) == ["label", "label_name", "logits", "probabilities"]
+    np.testing.assert_allclose(outputs["logits"], logits, atol=ATOL)
+    np.testing.assert_allclose(outputs["probabilities"], tf.nn.softmax(logits), atol=ATOL)
+    np.testing.assert_array_equal(outputs["label"], logits.argmax(-1))
+    assert [name.decode() for name in outputs["label_name"].numpy()] == [
+        LABELS[i] for i in logits.argmax(-1)]
+
+
+def test_classifier_classify_signature_reads_tf_examples(exported):
+    feed = FEEDS["classifier"]
+    examples = [tf.train.Example(features=tf.train.Features(feature={
+        name: tf.train.Feature(bytes_list=tf.train.BytesList(value=[feed[name][i].encode()]))
+        for name in ("text_a", "text_b")})).SerializeToString() for i in range(3)]
+    classify = exported["classifier"][1].signatures[CLASSIFY_SIGNATURE]
+    outputs = classify(inputs=tf.constant(examples))
+    np.testing.assert_allclose(outputs["scores"], serve(exported, "classifier")["probabilities"],
+                               atol=ATOL)
+    assert outputs["classes"].numpy().tolist() == [[label.encode() for label in LABELS]] * 3
+
+
+def test_ner_labels_tokens_with_their_place_in_the_text(exported, preprocessor):
+    texts = FEEDS["ner"]["text"]
+    logits = exported["ner"][2](preprocessor(tf.constant(texts)), training=False)["logits"]
+    outputs = serve(exported, "ner")
+    np.testing.assert_allclose(outputs["logits"], logits, atol=ATOL)
+    np.testing.assert_array_equal(outputs["label"], np.argmax(logits, -1))
+    starts, ends = outputs["start_offset"].numpy(), outputs["end_offset"].numpy()
+    # [CLS] hello , un ##aff ##able world [SEP]: each piece's bytes of "Hello, unaffable world".
+    pieces = [texts[0][s:e] for s, e in zip(starts[0], ends[0]) if s >= 0]
+    assert pieces == ["Hello", ",", "un", "aff", "able", "world"]
+    assert starts[0, 0] == -1 and starts[0, 7:].tolist() == [-1] * (SEQ_LENGTH - 7)
+    assert outputs["first_subword"].numpy()[0, :8].tolist() == [
+        False, True, True, True, False, False, True, False]
+    assert [texts[1][s:e] for s, e in zip(starts[1], ends[1]) if s >= 0] == ["what", "?"]
+    assert (starts[2] == -1).all() and not outputs["first_subword"].numpy()[2].any()
+    assert outputs["label_name"].numpy()[0, 1] == str(outputs["label"].numpy()[0, 1]).encode()
+
+
+def test_squad_answers_with_the_best_short_span_of_the_context(exported, preprocessor,
+                                                               vocab_file):
+    feed = FEEDS["squad"]
+    inputs = preprocessor((tf.constant(feed["question"]), tf.constant(feed["context"])))
+    expected = exported["squad"][2](inputs, training=False)
+    outputs = serve(exported, "squad")
+    for key in ("start_logits", "end_logits"):
+        np.testing.assert_allclose(outputs[key], expected[key], atol=ATOL)
+    tokenizer = BertTokenizer(vocab_file, lower_case=True)
+    types, mask = inputs["input_type_ids"].numpy(), inputs["input_mask"].numpy()
+    for i, context in enumerate(feed["context"]):
+        _, piece_starts, piece_ends = tokenizer.tokenize_with_offsets(tf.constant([context]))
+        piece_starts = piece_starts.flat_values.numpy()
+        piece_ends = piece_ends.flat_values.numpy()
+        first = int(np.argmax(types[i]))                   # the context's first token
+        last = int(mask[i].sum()) - 2                      # its last one, before [SEP]
+        assert last - first + 1 == len(piece_starts)       # nothing was truncated
+        start_logits = outputs["start_logits"].numpy()[i]
+        end_logits = outputs["end_logits"].numpy()[i]
+        score, start, end = max((start_logits[s] + end_logits[e], s, e)
+                                for s in range(first, last + 1)
+                                for e in range(s, min(s + 3, last + 1)))
+        begin, finish = piece_starts[start - first], piece_ends[end - first]
+        assert outputs["answer"].numpy()[i].decode() == context[begin:finish]
+        assert (outputs["answer_start"].numpy()[i], outputs["answer_end"].numpy()[i]) == (
+            begin, finish)
+        np.testing.assert_allclose(outputs["score"].numpy()[i], score, atol=ATOL)
+
+
+def test_best_spans_respects_order_length_and_candidates():
+    start = tf.constant([[9.0, 1.0, 0.0, 5.0, 0.0], [0.0, 0.0, 0.0, 0.0, 0.0]])
+    end = tf.constant([[9.0, 0.0, 2.0, 0.0, 8.0], [0.0, 0.0, 0.0, 0.0, 0.0]])
+    candidates = tf.constant([[False, True, True, True, True], [False] * 5])
+    # Position 0 is no candidate; end 4 after start 3 is the best pair (5 + 8); start 1 with
+    # end 4 (1 + 8) loses; an end before its start (3 with 2) is not allowed.
+    begin, finish, score, found = best_spans(start, end, candidates, max_answer_length=2)
+    assert (begin[0].numpy(), finish[0].numpy(), score[0].numpy()) == (3, 4, 13.0)
+    assert found.numpy().tolist() == [True, False]
+    # With one-token answers only, the best is start 3 = end 3 (5 + 0) vs 2 (0 + 2) vs 1 (1+0).
+    begin, finish, score, _ = best_spans(start, end, candidates, max_answer_length=1)
+    assert (begin[0].numpy(), finish[0].numpy(), score[0].numpy()) == (3, 3, 5.0)
+
+
+def test_squad_without_context_answers_nothing(exported):
+    outputs = exported["squad"][1].signatures["serving_default"](
+        question=tf.constant(["what?"]), context=tf.constant([""]))
+    assert outputs["answer"].numpy().tolist() == [b""]
+    assert outputs["answer_start"].numpy().tolist() == [-1]
+
+
+def test_multiple_choice_scores_each_choice(exported, preprocessor):
+    feed = FEEDS["multiple_choice"]
+    contexts = np.repeat(np.array(feed["context"], dtype=object)[:, None], 3, axis=1)
+    packed = preprocessor((tf.constant(contexts.reshape(-1)),
+                           tf.constant(np.array(feed["choices"], dtype=object).reshape(-1))))
+    inputs = {key: tf.reshape(value, [2, 3, SEQ_LENGTH]) for key, value in packed.items()}
+    logits = exported["multiple_choice"][2](inputs, training=False)["logits"]
+    outputs = serve(exported, "multiple_choice")
+    np.testing.assert_allclose(outputs["logits"], logits, atol=ATOL)
+    np.testing.assert_allclose(outputs["probabilities"], tf.nn.softmax(logits), atol=ATOL)
+    np.testing.assert_array_equal(outputs["label"], np.argmax(logits, -1))
+
+
+def test_every_model_carries_its_vocab_and_settings(exported, vocab_file):
+    with open(vocab_file) as f:
+        vocab = f.read()
+    for path, loaded, _ in exported.values():
+        with open(loaded.vocab_file.asset_path.numpy().decode()) as f:
+            assert f.read() == vocab
+        assert loaded.do_lower_case.numpy() and loaded.seq_length.numpy() == SEQ_LENGTH
+        assert os.path.isfile(os.path.join(path, "saved_model.pb"))
+
+
+def test_non_string_input_is_refused(exported):
+    signature = exported["ner"][1].signatures["serving_default"]
+    with pytest.raises((TypeError, ValueError, tf.errors.InvalidArgumentError)):
+        signature(text=tf.constant([1, 2]))
+
+
+def test_a_fresh_process_with_only_tensorflow_runs_them(exported, tmp_path):
+    jobs = [{"path": exported[task][0], "function": "serving_default",
+             "outputs": str(tmp_path / f"{task}.npz"),
+             "inputs": {name: ["string", value] for name, value in feed.items()}}
+            for task, feed in FEEDS.items()]
+    (tmp_path / "jobs.json").write_text(json.dumps(jobs))
+    result = subprocess.run([sys.executable, RUNNER, str(tmp_path / "jobs.json")],
+                            capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr
+    for task, job in zip(FEEDS, jobs):
+        fresh = np.load(job["outputs"])
+        for name, value in serve(exported, task).items():
+            expected = value.numpy()
+            if expected.dtype == object:
+                expected = expected.astype(bytes)
+            np.testing.assert_array_equal(fresh[name], expected, err_msg=f"{task}: {name}")
+
+
+def test_saved_model_cli_lists_the_classifier_signatures(exported):
+    cli = os.path.join(os.path.dirname(sys.executable), "saved_model_cli")
+    result = subprocess.run([cli, "show", "--dir", exported["classifier"][0], "--all"],
+                            capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr
+    serving = result.stdout.split("signature_def['serving_default']")[1].split("signature_def[")[0]
+    for name in ("text_a", "text_b"):
+        assert f"inputs['{name}'] tensor_info:\n        dtype: DT_STRING\n        shape: (-1)" \
+            in serving
+    for name in ("logits", "probabilities", "label", "label_name"):
+        assert f"outputs['{name}']" in serving
+    classify = result.stdout.split(f"signature_def['{CLASSIFY_SIGNATURE}']")[1]
+    assert "inputs['inputs']" in classify and "outputs['classes']" in classify
+
+
+def test_a_checkpoint_without_a_task_model_is_refused(pretrained):
+    with pytest.raises(ValueError, match="holds no fine-tuned task model"):
+        load_task_model("classifier", pretrained[0])
+
+
+def test_a_checkpoint_of_another_task_is_refused(checkpoints):
+    classifier_dir = os.path.dirname(checkpoints["classifier"][0])
+    with pytest.raises(ValueError, match="does not match a squad model"):
+        load_task_model("squad", classifier_dir)
+    with pytest.raises(ValueError, match="3 classes, but 5"):
+        load_task_model("classifier", classifier_dir, num_classes=5)
+    with pytest.raises(ValueError, match="no classification layer"):
+        load_task_model("ner", os.path.dirname(checkpoints["squad"][0]))
+
+
+def test_bad_export_arguments_are_named(checkpoints, vocab_file, tmp_path):
+    classifier = checkpoints["classifier"][1]
+    export = lambda task, model, **kw: export_task_model(  # noqa: E731
+        str(tmp_path / "x"), task, model, vocab_file, True, **kw)
+    with pytest.raises(ValueError, match="max_position_embeddings \\(64\\), got 65"):
+        export("classifier", classifier, seq_length=65)
+    with pytest.raises(ValueError, match="2 name\\(s\\) but the classifier model has 3"):
+        export("classifier", classifier, label_names=["a", "b"])
+    with pytest.raises(TypeError, match="squad export takes a BertSpanLabeler"):
+        export("squad", classifier)
+    with pytest.raises(ValueError, match="text_pairs applies to the classifier"):
+        export("ner", checkpoints["ner"][1], text_pairs=True)
+    with pytest.raises(ValueError, match="Unknown task 'qa'"):
+        export("qa", classifier)
+    assert not os.path.exists(tmp_path / "x")
