@@ -16,11 +16,9 @@ where the reference decides differently (tests/text/test_codepoint_table.py chec
 code points against it), so the ids do not depend on which Unicode version Python ships.
 
 Example:
-    >>> table = CodepointTable(lower_case=True)
-    >>> table.outputs(ord("É"))                     # NFD, accent dropped, lower-cased
-    [(101, 3)]
-    >>> table.outputs(ord("\\u200b"))               # zero-width space: a format character
-    []
+    >>> table = CodepointTable(lower_case=True)     # "É" -> "e", "\\u200b" -> nothing, ...
+    >>> table.block_index.shape, table.blocks.dtype
+    ((4352,), dtype('int32'))
 """
 
 import functools
@@ -169,34 +167,22 @@ def _classify(char, lower_case):
 class CodepointTable:
     """Per-code-point outputs of BERT's basic tokenization, cased or uncased.
 
-    `codes(cp)` (through `block_index` and `blocks`) packs `row << 2 | class`: row 0 means the
-    character stays itself with that class (DROP, SPACE, ISOLATED or WORD); a row > 0 points into
-    `expansion_values` (packed `cp << 2 | class`, split by `expansion_splits`), used when the
-    character changes (lower-casing, NFD) or becomes several characters (Hangul syllables become
-    their jamo). Cased tables never need rows.
+    The code of `cp` is `blocks[block_index[cp // BLOCK_SIZE] * BLOCK_SIZE + cp % BLOCK_SIZE]`
+    = `row * 4 + class`: row 0 means the character stays itself with that class (DROP, SPACE,
+    ISOLATED or WORD); a row > 0 points into `expansion_values` (each `cp * 4 + class`, rows
+    split by `expansion_splits`), used when the character changes (lower-casing, NFD) or becomes
+    several characters (Hangul syllables become their jamo). Cased tables never need rows.
 
     Example:
-        >>> CodepointTable(lower_case=False).outputs(ord("!"))
-        [(33, 2)]
+        >>> table = CodepointTable(lower_case=False)
+        >>> int(table.blocks[table.block_index[0] * BLOCK_SIZE + ord("!")]) % 4 == ISOLATED
+        True
     """
 
     def __init__(self, lower_case):
         self.lower_case = bool(lower_case)
         self.block_index, self.blocks, self.expansion_values, self.expansion_splits = (
             _build_tables(self.lower_case))
-
-    def code(self, cp):
-        block = int(self.block_index[cp // BLOCK_SIZE])
-        return int(self.blocks[block * BLOCK_SIZE + cp % BLOCK_SIZE])
-
-    def outputs(self, cp):
-        """The (code point, class) pairs the table gives for `cp`; mirrors the graph lookup."""
-        code = self.code(cp)
-        row, cls = code >> 2, code & 3
-        if row == 0:
-            return [] if cls == DROP else [(cp, cls)]
-        start, end = self.expansion_splits[row], self.expansion_splits[row + 1]
-        return [(int(v) >> 2, int(v) & 3) for v in self.expansion_values[start:end]]
 
 
 @functools.lru_cache(maxsize=2)

@@ -1,0 +1,67 @@
+import os
+import subprocess
+import sys
+
+import pytest
+import tensorflow as tf
+
+from bert_tf.text.bert_tokenizer import BertTokenizer
+from bert_tf.text.vocab import RESERVED_TOKENS, load_vocab
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+TOOL = os.path.join(REPO, "tools", "build_vocab.py")
+
+CORPUS = ("The quick brown fox jumps over the lazy dog. The dog sleeps; the fox runs!\n"
+          "Jumping foxes and sleeping dogs: quickly, quicker, quickest.\n") * 40
+
+
+def run_tool(*flags):
+    return subprocess.run([sys.executable, TOOL, *flags], capture_output=True, text=True,
+                          timeout=600, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    root = tmp_path_factory.mktemp("corpus")
+    (root / "a.txt").write_text(CORPUS, encoding="utf-8")
+    # A latin-1 file: its invalid UTF-8 bytes are dropped, the rest of each line is used.
+    (root / "b.txt").write_bytes("Café CAFÉ naïve Zoë\n".encode("latin-1") * 30)
+    return root
+
+
+@pytest.mark.parametrize("lower_case", [True, False], ids=["uncased", "cased"])
+def test_learns_a_vocabulary_that_tokenizes_its_corpus(corpus, tmp_path, lower_case):
+    output = tmp_path / "vocab.txt"
+    result = run_tool(f"--input_file={corpus}/*.txt", f"--output_file={output}",
+                      "--vocab_size=120", "--do_lower_case" if lower_case else "--nodo_lower_case")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "Read 2 file(s)" in result.stdout
+    vocab = load_vocab(str(output))
+    assert tuple(vocab[:5]) == RESERVED_TOKENS
+    assert len(vocab) <= 120
+    # Cased keeps capitals and never sees the accents of the latin-1 file (invalid bytes).
+    assert ("The" in vocab) == (not lower_case) and ("T" in vocab) == (not lower_case)
+    assert "é" not in vocab and "##é" not in vocab
+    # Every character of the corpus is in the vocabulary (alone and as a continuation), so
+    # tokenizing the corpus needs no [UNK]; frequent words are whole tokens.
+    tokenizer = BertTokenizer(str(output), lower_case=lower_case)
+    ids = tokenizer.tokenize(tf.constant(CORPUS.splitlines())).flat_values.numpy()
+    assert tokenizer.token_id("[UNK]") not in ids
+    assert {"the", "fox", "dog"} <= set(vocab) if lower_case else {"fox", "dog"} <= set(vocab)
+    for char in set(CORPUS.lower() if lower_case else CORPUS) - set(" \n"):
+        assert char in vocab and ("##" + char in vocab or not char.isalnum()), char
+
+
+def test_missing_input_is_named(tmp_path):
+    result = run_tool(f"--input_file={tmp_path}/nothing*.txt",
+                      f"--output_file={tmp_path}/vocab.txt")
+    assert result.returncode == 1
+    assert "no file matches" in result.stderr and "nothing*.txt" in result.stderr
+    assert not os.path.exists(tmp_path / "vocab.txt")
+
+
+def test_too_small_vocab_size_is_named(corpus, tmp_path):
+    result = run_tool(f"--input_file={corpus}/a.txt", f"--output_file={tmp_path}/v.txt",
+                      "--vocab_size=5")
+    assert result.returncode == 1
+    assert "vocab_size 5 leaves no room after the 5 reserved tokens" in result.stderr
