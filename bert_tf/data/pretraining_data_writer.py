@@ -31,6 +31,7 @@ from bert_tf.data.masking import MaskedLmVocab
 from bert_tf.data.pretraining_corpus import CorpusStatistics, input_bytes, read_document_chunks
 from bert_tf.data.pretraining_examples import PretrainingInstanceBuilder
 from bert_tf.text.bert_tokenizer import BertTokenizer
+from bert_tf.text.vocab import load_vocab
 
 # Text per chunk: 8 MB is about 2M word pieces, 16k sequences of 128 per copy, so about 160 MB
 # of records in memory with dupe_factor 10, and thousands of documents to draw random next
@@ -64,9 +65,9 @@ def write_pretraining_data(input_files, output_files, vocab_file, do_lower_case,
             dupe_factor).
     """
     num_workers = os.cpu_count() if num_workers is None else num_workers
+    # A bad vocabulary or option is reported now, before any process starts.
+    PretrainingInstanceBuilder(MaskedLmVocab(load_vocab(vocab_file)), **instance_options)
     settings = (vocab_file, do_lower_case, random_seed, instance_options)
-    # Building the tokenizer here checks the vocabulary and the options before any work.
-    processor = _ChunkProcessor(*settings)
     statistics = CorpusStatistics()
     progress = _Progress(input_bytes(input_files), progress_stream)
     options = tf.io.TFRecordOptions(compression_type="GZIP" if gzip else "")
@@ -88,6 +89,7 @@ def write_pretraining_data(input_files, output_files, vocab_file, do_lower_case,
     chunks = read_document_chunks(input_files, max_chunk_bytes, statistics)
     try:
         if num_workers == 0:
+            processor = _ChunkProcessor(*settings)
             for index, documents in enumerate(chunks):
                 write(processor(index, documents), statistics.bytes)
         else:
@@ -115,13 +117,14 @@ class _ChunkProcessor:
     """Tokenizes a chunk's documents and turns them into serialized instances."""
 
     def __init__(self, vocab_file, do_lower_case, random_seed, instance_options):
-        # Called eagerly: tracing the tokenizer into a tf.function costs seconds per process,
-        # more than it saves, as a chunk is tokenized once but made into instances dupe_factor
-        # times.
-        self.tokenizer = BertTokenizer(vocab_file, do_lower_case)
+        tokenizer = BertTokenizer(vocab_file, do_lower_case)
         self.random_seed = random_seed
-        self.builder = PretrainingInstanceBuilder(MaskedLmVocab(self.tokenizer.vocab),
+        self.builder = PretrainingInstanceBuilder(MaskedLmVocab(tokenizer.vocab),
                                                   **instance_options)
+        # Traced once per process: each eager call of the tokenizer costs far more.
+        self.tokenize = tf.function(
+            lambda texts: tokenizer.tokenize(texts).merge_dims(1, 2),
+            input_signature=[tf.TensorSpec([None], tf.string)], autograph=False)
 
     def __call__(self, chunk_index, documents):
         statistics = CorpusStatistics()
@@ -137,8 +140,7 @@ class _ChunkProcessor:
         lines = [line for document in documents for line in document]
         sentences = []
         for start in range(0, len(lines), _TOKENIZE_BATCH_LINES):
-            ids = self.tokenizer.tokenize(
-                tf.constant(lines[start:start + _TOKENIZE_BATCH_LINES])).merge_dims(1, 2)
+            ids = self.tokenize(tf.constant(lines[start:start + _TOKENIZE_BATCH_LINES]))
             values, splits = ids.flat_values.numpy().tolist(), ids.row_splits.numpy()
             sentences.extend(values[begin:end] for begin, end in zip(splits[:-1], splits[1:]))
         tokenized, position = [], 0

@@ -186,7 +186,9 @@ class PretrainingInstanceBuilder:
         features["masked_lm_weights"].float_list.value.extend(
             [1.0] * num_predictions + [0.0] * len(prediction_padding))
         features["next_sentence_labels"].int64_list.value.append(int(instance.is_random_next))
-        return example.SerializeToString()
+        # Deterministic: the features map in one order in every process (the same seed must
+        # give the same bytes whichever worker wrote them).
+        return example.SerializeToString(deterministic=True)
 
 
 def truncate_seq_pair(tokens_a, tokens_b, max_num_tokens, rng):

@@ -1,0 +1,56 @@
+"""`tools/create_pretraining_data.py` as a user runs it: flags, parallel workers, the report."""
+
+import os
+import subprocess
+import sys
+
+from bert_tf.data.pretraining_data_writer import write_pretraining_data
+from tests.data.toy_corpus import numbered_documents, write_corpus, write_vocab
+from tests.resources import REPO_ROOT
+
+TOOL = os.path.join(REPO_ROOT, "tools", "create_pretraining_data.py")
+
+
+def run_tool(*flags):
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
+    return subprocess.run([sys.executable, TOOL, *flags], capture_output=True, text=True,
+                          env=env, timeout=600)
+
+
+def test_parallel_workers_write_what_one_process_writes(tmp_path):
+    # Two worker processes, many small chunks, two shards: the same bytes as one process.
+    corpus = write_corpus(tmp_path / "corpus.txt", numbered_documents([3, 1, 6, 2, 5, 4, 2], 4))
+    latin1 = tmp_path / "latin1.txt"
+    latin1.write_bytes("w90 w91.\nna\xefve.\n".encode("latin-1"))
+    vocab = write_vocab(tmp_path)
+    chunk_mb = 0.0001                                         # 104 bytes: about 2 documents
+    result = run_tool(f"--input_file={tmp_path}/corpus*.txt,{latin1}",
+                      f"--output_file={tmp_path}/out.tfrecord", "--num_output_shards=2",
+                      f"--vocab_file={vocab}", "--do_lower_case", "--do_whole_word_mask",
+                      "--max_seq_length=20", "--max_predictions_per_seq=3", "--dupe_factor=3",
+                      "--random_seed=7", "--num_workers=2", f"--chunk_size_mb={chunk_mb}")
+    assert result.returncode == 0, result.stderr
+    shards = [str(tmp_path / f"out.tfrecord-0000{i}-of-00002") for i in range(2)]
+    expected = [str(tmp_path / f"expected-{i}.tfrecord") for i in range(2)]
+    statistics = write_pretraining_data(
+        [corpus, str(latin1)], expected, vocab, True, random_seed=7, num_workers=0,
+        max_chunk_bytes=int(chunk_mb * 2**20), progress_stream=None, max_seq_length=20,
+        max_predictions_per_seq=3, whole_word_mask=True, dupe_factor=3)
+    for shard, reference in zip(shards, expected):
+        with open(shard, "rb") as got, open(reference, "rb") as want:
+            assert got.read() == want.read()
+    assert statistics.instances > 20
+    assert f"{statistics.instances:,} instances." in result.stderr
+    assert f"{latin1}: 1 lines skipped, not valid UTF-8" in result.stderr
+    assert "create_pretraining_data: 100.0% of" in result.stderr
+
+
+def test_a_pattern_matching_no_file_is_named(tmp_path):
+    vocab = write_vocab(tmp_path)
+    result = run_tool(f"--input_file={tmp_path}/nothing-*.txt",
+                      f"--output_file={tmp_path}/out.tfrecord", f"--vocab_file={vocab}")
+    assert result.returncode == 1
+    assert result.stderr.strip().endswith(
+        f"create_pretraining_data.py: error: --input_file: '{tmp_path}/nothing-*.txt' "
+        f"matches no file")
+    assert not os.path.exists(tmp_path / "out.tfrecord")
