@@ -14,6 +14,12 @@ class BasicTokenizer(tf.Module):
     then drops non-spacing marks) and lower-cases. Invalid UTF-8 bytes decode to U+FFFD and so
     disappear, exactly as when the text was read with `errors="replace"`.
 
+    One known difference from the reference, in lower-case mode only: NFD sorts a run of
+    combining marks by combining class, across characters; here each character is decomposed on
+    its own, so two marks that lower-casing keeps (a few Mc and recent Mn marks, e.g. the
+    musical-symbol stems U+1D165..U+1D172) stay in their input order. Marks it strips (Mn,
+    all accents) are unaffected.
+
     Words come back as code points so that `BertTokenizer` can count characters (the 100-character
     limit) and map word-piece offsets back to the input; `split` gives them as strings.
 
