@@ -48,7 +48,6 @@ class BertFeatureExtractor(BertTaskModel):
         if combine == "weighted_sum":
             self.layer_sum = WeightedLayerSum(len(layer_indices), dtype="float32", name="layer_sum")
             self.layer_sum.build((None, None, len(layer_indices), encoder.config.hidden_size))
-        self.built = True
 
     def call(self, inputs, training=None):
         layers = self.encoder(self.encoder_inputs(inputs), training=training)["encoder_outputs"]

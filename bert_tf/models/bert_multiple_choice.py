@@ -40,7 +40,6 @@ class BertMultipleChoice(BertTaskModel):
         super().__init__(encoder, preprocessor, **kwargs)
         self.dropout = self.head_dropout(dropout_rate)
         self.scorer = self.head_dense(1, initializer, name="scorer")
-        self.built = True
 
     def call(self, inputs, training=None):
         inputs = self.encoder_inputs(inputs, rank=3)

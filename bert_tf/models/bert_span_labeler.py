@@ -42,7 +42,6 @@ class BertSpanLabeler(BertTaskModel):
     def __init__(self, encoder, initializer=None, preprocessor=None, **kwargs):
         super().__init__(encoder, preprocessor, **kwargs)
         self.span_logits = self.head_dense(2, initializer, name="span_logits")
-        self.built = True
 
     def call(self, inputs, training=None):
         inputs = self.encoder_inputs(inputs)

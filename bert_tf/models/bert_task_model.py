@@ -1,6 +1,7 @@
 """`BertTaskModel`: what every fine-tuning model over a `BertEncoder` shares."""
 
 import keras
+import tensorflow as tf
 
 from bert_tf.config import BertConfig
 from bert_tf.models.bert_encoder import INPUT_KEYS
@@ -16,9 +17,9 @@ class BertTaskModel(keras.Model):
     calling it with anything else (e.g. `tf.constant(["a text"])`) goes through the preprocessor
     first. Both are nested in the model's config, so `.keras` files restore them.
 
-    Subclasses build their head layers in `__init__`, where every shape is known from
-    `encoder.config`: the model is then complete without a sample call, and `.keras` loading
-    finds all its variables.
+    Subclasses build their head layers in `__init__` (`head_dense` does), where every shape is
+    known from `encoder.config`: the model is then complete without a sample call, and `.keras`
+    loading finds all its variables.
 
     Example:
         >>> class Pooled(BertTaskModel):
@@ -40,6 +41,9 @@ class BertTaskModel(keras.Model):
                             f"{type(preprocessor).__name__}")
         self.encoder = encoder
         self.preprocessor = preprocessor
+        # The encoder is built and subclasses build their layers as they create them, so Keras
+        # must not try to build the model from a sample input (it cannot guess raw-text inputs).
+        self.built = True
 
     def head_dropout(self, dropout_rate):
         """Dropout before a head's dense layer; the rate defaults to the encoder's
@@ -70,7 +74,7 @@ class BertTaskModel(keras.Model):
         """
         if isinstance(inputs, dict) and set(inputs) == set(INPUT_KEYS):
             for key, value in inputs.items():
-                if value.shape.rank is not None and value.shape.rank != rank:
+                if tf.TensorShape(value.shape).rank not in (None, rank):
                     raise ValueError(
                         f"{type(self).__name__}: input '{key}' must have rank {rank}, got shape "
                         f"{tuple(value.shape)}")

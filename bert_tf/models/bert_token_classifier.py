@@ -40,7 +40,6 @@ class BertTokenClassifier(BertTaskModel):
         self.num_classes = num_classes
         self.dropout = self.head_dropout(dropout_rate)
         self.classifier = self.head_dense(num_classes, initializer, name="classifier")
-        self.built = True
 
     def call(self, inputs, training=None):
         sequence = self.encoder(self.encoder_inputs(inputs), training=training)["sequence_output"]

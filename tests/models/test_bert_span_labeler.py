@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from bert_tf.metrics.squad_postprocess import decode_answer
 from bert_tf.models.bert_span_labeler import PADDING_LOGIT, BertSpanLabeler
 from tests.harness import assert_outputs_close
 from tests.models.head_fixtures import (
@@ -77,3 +78,18 @@ def test_question_and_context_strings_through_a_preprocessor(tmp_path):
     assert_outputs_close(outputs, labeler(preprocessor(pair)), atol=0)
     assert outputs["start_logits"].shape == (2, 12)
     assert_outputs_close(save_and_load(labeler, tmp_path)(pair), outputs, atol=0)
+
+
+def test_decoded_answer_lies_in_the_context_never_in_padding(labeler):
+    # [CLS] q q [SEP] w0 w1 w2 [SEP] [PAD] [PAD]: the context "ab cd ef" is positions 4-6.
+    context = "ab cd ef"
+    offsets = [[-1, -1]] * 4 + [[0, 2], [3, 5], [6, 8]] + [[-1, -1]] * 3
+    inputs = encoder_inputs([[1, 9, 10, 2, 11, 12, 13, 2, 0, 0]], lengths=[8])
+    outputs = labeler(inputs)
+    answer = decode_answer(context, [{"start_logits": outputs["start_logits"][0].numpy(),
+                                      "end_logits": outputs["end_logits"][0].numpy(),
+                                      "token_offsets": offsets}], version_2_with_negative=True)
+    texts = [entry["text"] for entry in answer["nbest"]]
+    assert set(texts) <= {"", "ab", "ab cd", "ab cd ef", "cd", "cd ef", "ef"}
+    assert len(texts) == 7       # all six spans and "no answer"
+    np.testing.assert_allclose(sum(entry["probability"] for entry in answer["nbest"]), 1.0)
