@@ -131,6 +131,8 @@ def _masked_value(token_id, vocab, rng):
     return rng.randint(0, vocab.vocab_size - 1)
 
 
+# Plain TensorFlow ops (Python conditions only on Python values): no AutoGraph conversion.
+@tf.autograph.experimental.do_not_convert
 def mask_batch(input_ids, input_mask, vocab, masked_lm_prob, max_predictions_per_seq,
                whole_word_mask, seed):
     """Masks a packed batch in the graph, with the offline algorithm's rules.
