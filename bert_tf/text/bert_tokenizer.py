@@ -142,7 +142,11 @@ class BertTokenizer(tf.Module):
                 nest(tf.cast(ends.values, tf.int64)))
 
     def _tokenize_general(self, texts, with_offsets):
-        words, char_starts, char_ends = self.basic_tokenizer._split(texts, with_offsets)
+        if with_offsets:
+            words, char_starts, char_ends = (
+                self.basic_tokenizer.split_to_codepoints_with_offsets(texts))
+        else:
+            words = self.basic_tokenizer.split_to_codepoints(texts)
         word_chars = words.values                       # [all words, chars]
         word_strings = tf.strings.unicode_encode(word_chars, "UTF-8")
         pieces, piece_starts, piece_ends = self._wordpiece.tokenize_with_offsets(word_strings)
