@@ -18,7 +18,8 @@ def read_all(files, max_chunk_bytes=1 << 20):
 
 
 def test_blank_lines_separate_documents_and_files_end_them(tmp_path):
-    first = write_bytes(tmp_path / "a.txt", "  One.  \nTwo.\r\n\n \t\n\u3000\nThree.\n\xa0\n\nFour.".encode())
+    first = write_bytes(tmp_path / "a.txt",
+                        "  One.  \nTwo.\r\n\n \t\n\u3000\nThree.\n\xa0\n\nFour.".encode())
     second = write_bytes(tmp_path / "b.txt", b"Five.\n")
     chunks, statistics = read_all([first, second])
     # Whitespace-only lines (Unicode whitespace too, as Python's strip()) separate documents;
