@@ -84,6 +84,6 @@ def test_bad_inputs_are_named(preprocessor):
     with pytest.raises(ValueError, match="input 1 must be a string tensor of shape"):
         preprocessor((tf.constant(["a"]), tf.constant([1])))
     with pytest.raises(ValueError, match="truncation must be one of"):
-        BertPreprocessor(["[PAD]", "[UNK]", "[CLS]", "[SEP]"], True, truncation="middle")
+        BertPreprocessor(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "a"], True, truncation="middle")
     with pytest.raises(ValueError, match="has no '\\[CLS\\]' token"):
-        BertPreprocessor(["[PAD]", "[UNK]", "[SEP]"], True)
+        BertPreprocessor(["[PAD]", "[UNK]", "[SEP]", "a"], True)
