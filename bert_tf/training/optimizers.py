@@ -61,10 +61,10 @@ def create_optimizer(name, learning_rate, trainable_variables, weight_decay_rate
     clipping = {"global_clipnorm": clip_norm} if clip_norm else {}
     if name == "adamw":
         optimizer = _AdamW(learning_rate=learning_rate, weight_decay=weight_decay_rate,
-                           beta_1=0.9, beta_2=0.999, epsilon=1e-6, **clipping)
+                           beta_1=0.9, beta_2=0.999, epsilon=1e-6, name="adamw", **clipping)
     elif name == "lamb":
         optimizer = _Lamb(learning_rate=learning_rate, weight_decay_rate=weight_decay_rate,
-                          beta_1=0.9, beta_2=0.999, epsilon=1e-6, **clipping)
+                          beta_1=0.9, beta_2=0.999, epsilon=1e-6, name="lamb", **clipping)
     else:
         raise ValueError(f"Unknown optimizer {name!r}; choose one of {OPTIMIZERS}")
     optimizer.exclude_from_weight_decay(
