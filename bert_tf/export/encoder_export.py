@@ -110,9 +110,9 @@ def export_encoder(export_dir, model, vocab_file, do_lower_case):
         # The MLM head's weights are not among `variables`: __call__ does not use them, and
         # hub.KerasLayer would otherwise train (and warn about) weights without gradients.
         root.mlm_variables = list(pretrainer.masked_lm.variables)
+        mlm_specs = _input_specs(INPUT_KEYS + (MLM_POSITIONS_KEY,))
 
-        @tf.function(input_signature=[_input_specs(INPUT_KEYS + (MLM_POSITIONS_KEY,))],
-                     autograph=False)
+        @tf.function(input_signature=[mlm_specs], autograph=False)
         def mlm(inputs):
             outputs = inference({key: inputs[key] for key in INPUT_KEYS}, training=False)
             # What BertPretrainer.call does for its MLM output, on the same encoder outputs.
@@ -124,5 +124,5 @@ def export_encoder(export_dir, model, vocab_file, do_lower_case):
         root.mlm = mlm
         signatures["mlm"] = tf.function(
             lambda **inputs: _flat_outputs(mlm(inputs)), autograph=False).get_concrete_function(
-                **_input_specs(INPUT_KEYS + (MLM_POSITIONS_KEY,)))
+                **mlm_specs)
     tf.saved_model.save(root, export_dir, signatures=signatures, options=SAVE_OPTIONS)

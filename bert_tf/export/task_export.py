@@ -142,8 +142,9 @@ class _ServingFunctions:
             answer_start = tf.where(found, tf.gather(tokens["start_offset"], start, batch_dims=1),
                                     -1)
             answer_end = tf.where(found, tf.gather(tokens["end_offset"], end, batch_dims=1), -1)
-            answer = tf.where(found, tf.strings.substr(context, answer_start,
-                                                       answer_end - answer_start), "")
+            # Without an answer, an empty substring at 0 (substr refuses position -1).
+            answer = tf.strings.substr(context, tf.maximum(answer_start, 0),
+                                       answer_end - answer_start)
             return {"start_logits": outputs["start_logits"], "end_logits": outputs["end_logits"],
                     "answer": answer, "answer_start": answer_start, "answer_end": answer_end,
                     "score": tf.where(found, score, tf.float32.min)}

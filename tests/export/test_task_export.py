@@ -1,78 +1,22 @@
 """Task SavedModels for TF Serving: raw strings in, named outputs equal to the Keras task model
 on the package's own preprocessing; answers and offsets as text; loading from fine-tuned
-checkpoints; a fresh process; saved_model_cli; clear errors."""
+checkpoints; saved_model_cli; clear errors. (Fresh process: test_fresh_process.py.)"""
 
-import json
 import os
 import subprocess
 import sys
 
-import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_tf import BertEncoder
-from bert_tf.export import export_task_model, load_task_model, write_version
+from bert_tf.export import export_task_model, load_task_model
 from bert_tf.export.task_export import CLASSIFY_SIGNATURE, best_spans
-from bert_tf.models.bert_classifier import BertClassifier
-from bert_tf.models.bert_multiple_choice import BertMultipleChoice
-from bert_tf.models.bert_span_labeler import BertSpanLabeler
-from bert_tf.models.bert_token_classifier import BertTokenClassifier
 from bert_tf.text.bert_preprocessor import BertPreprocessor
 from bert_tf.text.bert_tokenizer import BertTokenizer
-from tests.export.tiny_models import tiny_config, write_task_checkpoint
+from tests.export.task_examples import FEEDS, LABELS, SEQ_LENGTH
 
-RUNNER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fresh_process_runner.py")
-SEQ_LENGTH = 16
 ATOL = 1e-5
-LABELS = ["negative", "positive", "neutral"]
-
-# Inputs of each task's serving_default.
-FEEDS = {
-    "classifier": {"text_a": ["Hello world!", "What a good film", ""],
-                   "text_b": ["unaffable", "the movies", "bad"]},
-    "ner": {"text": ["Hello, unaffable world", "what?", ""]},
-    "squad": {"question": ["what world?", "a film?"],
-              "context": ["Hello unaffable world, the world.", "a good film! a bad movie"]},
-    "multiple_choice": {"context": ["what is the film", "hello"],
-                        "choices": [["good", "bad", "un"], ["world", "the world", ""]]},
-}
-
-
-def new_model(task):
-    encoder = BertEncoder(tiny_config(num_hidden_layers=1))
-    return {"classifier": lambda: BertClassifier(encoder, num_classes=3),
-            "ner": lambda: BertTokenClassifier(encoder, num_classes=3),
-            "squad": lambda: BertSpanLabeler(encoder),
-            "multiple_choice": lambda: BertMultipleChoice(encoder)}[task]()
-
-
-@pytest.fixture(scope="module")
-def checkpoints(tmp_path_factory):
-    """A fine-tuned-style checkpoint per task (random weights), and the model written."""
-    keras.utils.set_random_seed(1)
-    written = {}
-    for task in FEEDS:
-        directory = str(tmp_path_factory.mktemp(f"{task}_checkpoint"))
-        model = new_model(task)
-        written[task] = (write_task_checkpoint(directory, model), model)
-    return written
-
-
-@pytest.fixture(scope="module")
-def exported(tmp_path_factory, checkpoints, vocab_file):
-    """`{task: (SavedModel dir, loaded, Keras model restored from the checkpoint)}`."""
-    base = tmp_path_factory.mktemp("models")
-    result = {}
-    for task, (prefix, _) in checkpoints.items():
-        model = load_task_model(task, os.path.dirname(prefix))
-        options = {"classifier": {"text_pairs": True, "label_names": LABELS},
-                   "squad": {"max_answer_length": 3}}.get(task, {})
-        path = write_version(str(base / task), lambda d: export_task_model(
-            d, task, model, vocab_file, do_lower_case=True, seq_length=SEQ_LENGTH, **options))
-        result[task] = (path, tf.saved_model.load(path), model)
-    return result
 
 
 @pytest.fixture(scope="module")
@@ -81,26 +25,26 @@ def preprocessor(vocab_file):
     return BertPreprocessor(vocab_file, lower_case=True, seq_length=SEQ_LENGTH)
 
 
-def serve(exported, task):
-    signature = exported[task][1].signatures["serving_default"]
+def serve(task_exports, task):
+    signature = task_exports[task][1].signatures["serving_default"]
     return signature(**{name: tf.constant(value) for name, value in FEEDS[task].items()})
 
 
-def test_checkpoints_restore_every_weight(exported, checkpoints):
-    for task, (_, written) in checkpoints.items():
-        restored = exported[task][2]
+def test_checkpoints_restore_every_weight(task_exports, task_checkpoints):
+    for task, (_, written) in task_checkpoints.items():
+        restored = task_exports[task][2]
         assert type(restored) is type(written)
         assert len(restored.weights) == len(written.weights)
         for got, want in zip(restored.weights, written.weights):
             np.testing.assert_array_equal(got.numpy(), want.numpy(), err_msg=got.path)
 
 
-def test_classifier_pairs(exported, preprocessor):
+def test_classifier_pairs(task_exports, preprocessor):
     feed = FEEDS["classifier"]
-    model = exported["classifier"][2]
+    model = task_exports["classifier"][2]
     logits = model(preprocessor((tf.constant(feed["text_a"]), tf.constant(feed["text_b"]))),
                    training=False)["logits"].numpy()
-    outputs = serve(exported, "classifier")
+    outputs = serve(task_exports, "classifier")
     assert sorted(outputs) == ["label", "label_name", "logits", "probabilities"]
     np.testing.assert_allclose(outputs["logits"], logits, atol=ATOL)
     np.testing.assert_allclose(outputs["probabilities"], tf.nn.softmax(logits), atol=ATOL)
@@ -109,22 +53,22 @@ def test_classifier_pairs(exported, preprocessor):
         LABELS[i] for i in logits.argmax(-1)]
 
 
-def test_classifier_classify_signature_reads_tf_examples(exported):
+def test_classifier_classify_signature_reads_tf_examples(task_exports):
     feed = FEEDS["classifier"]
     examples = [tf.train.Example(features=tf.train.Features(feature={
         name: tf.train.Feature(bytes_list=tf.train.BytesList(value=[feed[name][i].encode()]))
         for name in ("text_a", "text_b")})).SerializeToString() for i in range(3)]
-    classify = exported["classifier"][1].signatures[CLASSIFY_SIGNATURE]
+    classify = task_exports["classifier"][1].signatures[CLASSIFY_SIGNATURE]
     outputs = classify(inputs=tf.constant(examples))
-    np.testing.assert_allclose(outputs["scores"], serve(exported, "classifier")["probabilities"],
+    np.testing.assert_allclose(outputs["scores"], serve(task_exports, "classifier")["probabilities"],
                                atol=ATOL)
     assert outputs["classes"].numpy().tolist() == [[label.encode() for label in LABELS]] * 3
 
 
-def test_ner_labels_tokens_with_their_place_in_the_text(exported, preprocessor):
+def test_ner_labels_tokens_with_their_place_in_the_text(task_exports, preprocessor):
     texts = FEEDS["ner"]["text"]
-    logits = exported["ner"][2](preprocessor(tf.constant(texts)), training=False)["logits"]
-    outputs = serve(exported, "ner")
+    logits = task_exports["ner"][2](preprocessor(tf.constant(texts)), training=False)["logits"]
+    outputs = serve(task_exports, "ner")
     np.testing.assert_allclose(outputs["logits"], logits, atol=ATOL)
     np.testing.assert_array_equal(outputs["label"], np.argmax(logits, -1))
     starts, ends = outputs["start_offset"].numpy(), outputs["end_offset"].numpy()
@@ -139,12 +83,12 @@ def test_ner_labels_tokens_with_their_place_in_the_text(exported, preprocessor):
     assert outputs["label_name"].numpy()[0, 1] == str(outputs["label"].numpy()[0, 1]).encode()
 
 
-def test_squad_answers_with_the_best_short_span_of_the_context(exported, preprocessor,
+def test_squad_answers_with_the_best_short_span_of_the_context(task_exports, preprocessor,
                                                                vocab_file):
     feed = FEEDS["squad"]
     inputs = preprocessor((tf.constant(feed["question"]), tf.constant(feed["context"])))
-    expected = exported["squad"][2](inputs, training=False)
-    outputs = serve(exported, "squad")
+    expected = task_exports["squad"][2](inputs, training=False)
+    outputs = serve(task_exports, "squad")
     for key in ("start_logits", "end_logits"):
         np.testing.assert_allclose(outputs[key], expected[key], atol=ATOL)
     tokenizer = BertTokenizer(vocab_file, lower_case=True)
@@ -177,68 +121,51 @@ def test_best_spans_respects_order_length_and_candidates():
     begin, finish, score, found = best_spans(start, end, candidates, max_answer_length=2)
     assert (begin[0].numpy(), finish[0].numpy(), score[0].numpy()) == (3, 4, 13.0)
     assert found.numpy().tolist() == [True, False]
-    # With one-token answers only, the best is start 3 = end 3 (5 + 0) vs 2 (0 + 2) vs 1 (1+0).
+    # With one-token answers only: 4 (0 + 8) beats 3 (5 + 0), 2 (0 + 2) and 1 (1 + 0).
     begin, finish, score, _ = best_spans(start, end, candidates, max_answer_length=1)
-    assert (begin[0].numpy(), finish[0].numpy(), score[0].numpy()) == (3, 3, 5.0)
+    assert (begin[0].numpy(), finish[0].numpy(), score[0].numpy()) == (4, 4, 8.0)
 
 
-def test_squad_without_context_answers_nothing(exported):
-    outputs = exported["squad"][1].signatures["serving_default"](
+def test_squad_without_context_answers_nothing(task_exports):
+    outputs = task_exports["squad"][1].signatures["serving_default"](
         question=tf.constant(["what?"]), context=tf.constant([""]))
     assert outputs["answer"].numpy().tolist() == [b""]
     assert outputs["answer_start"].numpy().tolist() == [-1]
+    assert outputs["answer_end"].numpy().tolist() == [-1]
 
 
-def test_multiple_choice_scores_each_choice(exported, preprocessor):
+def test_multiple_choice_scores_each_choice(task_exports, preprocessor):
     feed = FEEDS["multiple_choice"]
     contexts = np.repeat(np.array(feed["context"], dtype=object)[:, None], 3, axis=1)
     packed = preprocessor((tf.constant(contexts.reshape(-1)),
                            tf.constant(np.array(feed["choices"], dtype=object).reshape(-1))))
     inputs = {key: tf.reshape(value, [2, 3, SEQ_LENGTH]) for key, value in packed.items()}
-    logits = exported["multiple_choice"][2](inputs, training=False)["logits"]
-    outputs = serve(exported, "multiple_choice")
+    logits = task_exports["multiple_choice"][2](inputs, training=False)["logits"]
+    outputs = serve(task_exports, "multiple_choice")
     np.testing.assert_allclose(outputs["logits"], logits, atol=ATOL)
     np.testing.assert_allclose(outputs["probabilities"], tf.nn.softmax(logits), atol=ATOL)
     np.testing.assert_array_equal(outputs["label"], np.argmax(logits, -1))
 
 
-def test_every_model_carries_its_vocab_and_settings(exported, vocab_file):
+def test_every_model_carries_its_vocab_and_settings(task_exports, vocab_file):
     with open(vocab_file) as f:
         vocab = f.read()
-    for path, loaded, _ in exported.values():
+    for path, loaded, _ in task_exports.values():
         with open(loaded.vocab_file.asset_path.numpy().decode()) as f:
             assert f.read() == vocab
         assert loaded.do_lower_case.numpy() and loaded.seq_length.numpy() == SEQ_LENGTH
         assert os.path.isfile(os.path.join(path, "saved_model.pb"))
 
 
-def test_non_string_input_is_refused(exported):
-    signature = exported["ner"][1].signatures["serving_default"]
+def test_non_string_input_is_refused(task_exports):
+    signature = task_exports["ner"][1].signatures["serving_default"]
     with pytest.raises((TypeError, ValueError, tf.errors.InvalidArgumentError)):
         signature(text=tf.constant([1, 2]))
 
 
-def test_a_fresh_process_with_only_tensorflow_runs_them(exported, tmp_path):
-    jobs = [{"path": exported[task][0], "function": "serving_default",
-             "outputs": str(tmp_path / f"{task}.npz"),
-             "inputs": {name: ["string", value] for name, value in feed.items()}}
-            for task, feed in FEEDS.items()]
-    (tmp_path / "jobs.json").write_text(json.dumps(jobs))
-    result = subprocess.run([sys.executable, RUNNER, str(tmp_path / "jobs.json")],
-                            capture_output=True, text=True, timeout=600)
-    assert result.returncode == 0, result.stderr
-    for task, job in zip(FEEDS, jobs):
-        fresh = np.load(job["outputs"])
-        for name, value in serve(exported, task).items():
-            expected = value.numpy()
-            if expected.dtype == object:
-                expected = expected.astype(bytes)
-            np.testing.assert_array_equal(fresh[name], expected, err_msg=f"{task}: {name}")
-
-
-def test_saved_model_cli_lists_the_classifier_signatures(exported):
+def test_saved_model_cli_lists_the_classifier_signatures(task_exports):
     cli = os.path.join(os.path.dirname(sys.executable), "saved_model_cli")
-    result = subprocess.run([cli, "show", "--dir", exported["classifier"][0], "--all"],
+    result = subprocess.run([cli, "show", "--dir", task_exports["classifier"][0], "--all"],
                             capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr
     serving = result.stdout.split("signature_def['serving_default']")[1].split("signature_def[")[0]
@@ -256,20 +183,22 @@ def test_a_checkpoint_without_a_task_model_is_refused(pretrained):
         load_task_model("classifier", pretrained[0])
 
 
-def test_a_checkpoint_of_another_task_is_refused(checkpoints):
-    classifier_dir = os.path.dirname(checkpoints["classifier"][0])
+def test_a_checkpoint_of_another_task_is_refused(task_checkpoints):
+    classifier_dir = os.path.dirname(task_checkpoints["classifier"][0])
     with pytest.raises(ValueError, match="does not match a squad model"):
         load_task_model("squad", classifier_dir)
     with pytest.raises(ValueError, match="3 classes, but 5"):
         load_task_model("classifier", classifier_dir, num_classes=5)
     with pytest.raises(ValueError, match="no classification layer"):
-        load_task_model("ner", os.path.dirname(checkpoints["squad"][0]))
+        load_task_model("ner", os.path.dirname(task_checkpoints["squad"][0]))
 
 
-def test_bad_export_arguments_are_named(checkpoints, vocab_file, tmp_path):
-    classifier = checkpoints["classifier"][1]
-    export = lambda task, model, **kw: export_task_model(  # noqa: E731
-        str(tmp_path / "x"), task, model, vocab_file, True, **kw)
+def test_bad_export_arguments_are_named(task_checkpoints, vocab_file, tmp_path):
+    classifier = task_checkpoints["classifier"][1]
+    def export(task, model, seq_length=SEQ_LENGTH, **options):
+        export_task_model(str(tmp_path / "x"), task, model, vocab_file, True,
+                          seq_length=seq_length, **options)
+
     with pytest.raises(ValueError, match="max_position_embeddings \\(64\\), got 65"):
         export("classifier", classifier, seq_length=65)
     with pytest.raises(ValueError, match="2 name\\(s\\) but the classifier model has 3"):
@@ -277,7 +206,7 @@ def test_bad_export_arguments_are_named(checkpoints, vocab_file, tmp_path):
     with pytest.raises(TypeError, match="squad export takes a BertSpanLabeler"):
         export("squad", classifier)
     with pytest.raises(ValueError, match="text_pairs applies to the classifier"):
-        export("ner", checkpoints["ner"][1], text_pairs=True)
+        export("ner", task_checkpoints["ner"][1], text_pairs=True)
     with pytest.raises(ValueError, match="Unknown task 'qa'"):
         export("qa", classifier)
     assert not os.path.exists(tmp_path / "x")

@@ -37,11 +37,11 @@ def tiny_config(num_hidden_layers=2):
                       num_attention_heads=2, intermediate_size=32, max_position_embeddings=64)
 
 
-def write_pretrained_checkpoint(directory, vocab_file, seed=0):
+def write_pretrained_checkpoint(directory, vocab_file, num_hidden_layers=2, seed=0):
     """A random BertPretrainer saved as a converted checkpoint (encoder + pre-training heads,
     bert_config.json, vocab.txt) in `directory`; returns the pretrainer."""
     keras.utils.set_random_seed(seed)
-    pretrainer = BertPretrainer(BertEncoder(tiny_config()))
+    pretrainer = BertPretrainer(BertEncoder(tiny_config(num_hidden_layers)))
     # Random heads would have a zero output bias: give it values, so that loading it shows.
     pretrainer.masked_lm.output_bias.assign(np.linspace(-1, 1, len(VOCAB), dtype=np.float32))
     heads = {name: variable.numpy() for name, variable in pretrainer.head_weights()}

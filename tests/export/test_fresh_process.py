@@ -1,0 +1,66 @@
+"""The exported SavedModels run in a fresh process that imports only `tensorflow` and
+`tensorflow_text` (fresh_process_runner.py): no Python code of this package is needed, and the
+outputs equal those of the same SavedModels loaded here (which the other tests check against
+the Keras models). One process runs them all: starting TensorFlow is the slow part."""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import tensorflow as tf
+
+from tests.export.task_examples import FEEDS
+from tests.export.tiny_models import encoder_inputs
+
+RUNNER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fresh_process_runner.py")
+
+
+def as_numpy(tensor):
+    value = tensor.numpy()
+    return value.astype(bytes) if value.dtype == object else value
+
+
+def flat(outputs):
+    """Encoder outputs as the runner saves them: the per-layer list numbered."""
+    flat_outputs = {key: value for key, value in outputs.items() if key != "encoder_outputs"}
+    flat_outputs.update({f"encoder_outputs_{i}": layer
+                         for i, layer in enumerate(outputs["encoder_outputs"])})
+    return flat_outputs
+
+
+def test_a_fresh_process_with_only_tensorflow_runs_every_export(encoder_export_dir,
+                                                                task_exports, tmp_path):
+    inputs = encoder_inputs([[2, 5, 6, 3], [2, 7, 8, 9, 3, 16, 3]], seq_length=9)
+    mlm_inputs = {**inputs, "masked_lm_positions": tf.constant([[1, 2], [3, 5]])}
+    encoder = tf.saved_model.load(encoder_export_dir)
+    expected = {"encoder": flat(encoder(inputs, training=False)),
+                "mlm": flat(encoder.mlm(mlm_inputs))}
+    jobs = [{"path": encoder_export_dir, "function": "__call__", "name": "encoder",
+             "inputs": {key: ["int32", value.numpy().tolist()] for key, value in inputs.items()}},
+            {"path": encoder_export_dir, "function": "mlm", "name": "mlm",
+             "inputs": {key: ["int32", value.numpy().tolist()]
+                        for key, value in mlm_inputs.items()}}]
+    # The task models share their ops (tf.text tokenization, the encoder): the classifier and
+    # SQuAD (pairs, offsets, answer text) stand for all four.
+    for task in ("classifier", "squad"):
+        feed = FEEDS[task]
+        jobs.append({"path": task_exports[task][0], "function": "serving_default", "name": task,
+                     "inputs": {name: ["string", value] for name, value in feed.items()}})
+        expected[task] = task_exports[task][1].signatures["serving_default"](
+            **{name: tf.constant(value) for name, value in feed.items()})
+    for job in jobs:
+        job["outputs"] = str(tmp_path / f"{job['name']}.npz")
+    (tmp_path / "jobs.json").write_text(json.dumps(jobs))
+
+    result = subprocess.run([sys.executable, RUNNER, str(tmp_path / "jobs.json")],
+                            capture_output=True, text=True, timeout=900,
+                            env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+    assert result.returncode == 0, result.stderr
+    for job in jobs:
+        fresh = np.load(job["outputs"])
+        assert sorted(fresh.files) == sorted(expected[job["name"]])
+        for name, value in expected[job["name"]].items():
+            np.testing.assert_array_equal(fresh[name], as_numpy(value),
+                                          err_msg=f"{job['name']}: {name}")

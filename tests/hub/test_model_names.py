@@ -1,0 +1,119 @@
+"""`hub.KerasLayer("bert_tf_base")`: tools/install_hub_model.py installs an encoder and its
+preprocessor into the model directory ($BERT_TF_HUB_DIR), and the registered tensorflow_hub
+resolver finds them by name, without any network; names not installed say how to install."""
+
+import os
+
+import numpy as np
+import pytest
+import tensorflow as tf
+import tensorflow_hub as hub
+from tensorflow_hub import registry
+
+from bert_tf.hub import HUB_DIR_ENV, hub_dir, install_model, register_resolver
+from bert_tf.hub.resolver import ModelNameResolver, ModelNotInstalledError
+from bert_tf.text.bert_preprocessor import BertPreprocessor
+from tests.export.tiny_models import (encoder_inputs, run_tool, write_pretrained_checkpoint,
+                                      write_vocab)
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory):
+    """`(model directory, checkpoint dir, pretrainer, vocab_file)` after installing
+    bert_tf_base with the tool, the directory given through the environment variable."""
+    vocab_file = write_vocab(tmp_path_factory.mktemp("vocab"))
+    checkpoint_dir = str(tmp_path_factory.mktemp("checkpoint"))
+    pretrainer = write_pretrained_checkpoint(checkpoint_dir, vocab_file, num_hidden_layers=1)
+    directory = str(tmp_path_factory.mktemp("hub"))
+    result = run_tool("install_hub_model.py", f"--init_checkpoint={checkpoint_dir}",
+                      "--seq_length=16", env={HUB_DIR_ENV: directory})
+    assert result.returncode == 0, result.stderr
+    for name in ("bert_tf_base", "bert_tf_base_preprocess"):
+        assert f"Installed {name} at {os.path.join(directory, name, '1')}" in result.stdout
+    return directory, checkpoint_dir, pretrainer, vocab_file
+
+
+@pytest.fixture
+def model_dir(installed, monkeypatch):
+    monkeypatch.setenv(HUB_DIR_ENV, installed[0])
+    register_resolver()
+    return installed[0]
+
+
+def test_keras_layer_loads_the_installed_encoder_by_name(model_dir, installed):
+    assert hub.resolve("bert_tf_base") == os.path.join(model_dir, "bert_tf_base", "1")
+    inputs = encoder_inputs([[2, 5, 6, 3], [2, 7, 8, 9, 3]], seq_length=6)
+    outputs = hub.KerasLayer("bert_tf_base")(inputs)
+    expected = installed[2].encoder(inputs)
+    np.testing.assert_allclose(outputs["pooled_output"], expected["pooled_output"], atol=1e-5)
+    np.testing.assert_allclose(outputs["sequence_output"], expected["sequence_output"], atol=1e-5)
+    # The checkpoint has the pre-training heads, so the MLM head was installed too.
+    positions = tf.constant([[1, 2], [3, 0]])
+    loaded = hub.load("bert_tf_base")
+    mlm_logits = loaded.mlm({**inputs, "masked_lm_positions": positions})["mlm_logits"]
+    np.testing.assert_allclose(
+        mlm_logits, installed[2]({**inputs, "masked_lm_positions": positions})["mlm_logits"],
+        atol=1e-5)
+
+
+def test_the_preprocessor_is_installed_beside_it(model_dir, installed):
+    texts = tf.constant(["Hello unaffable world!", "what is a film?"])
+    packed = hub.KerasLayer("bert_tf_base_preprocess")(texts)
+    expected = BertPreprocessor(installed[3], lower_case=True, seq_length=16)(texts)
+    for key, value in expected.items():
+        np.testing.assert_array_equal(packed[key], value)
+    # TF Hub's two-model pattern, by name.
+    pooled = hub.KerasLayer("bert_tf_base")(packed)["pooled_output"]
+    np.testing.assert_allclose(pooled, installed[2].encoder(expected)["pooled_output"], atol=1e-5)
+
+
+def test_a_name_not_installed_says_how_to_install_it(model_dir):
+    with pytest.raises(ModelNotInstalledError) as error:
+        hub.KerasLayer("bert_tf_large")
+    message = str(error.value)
+    assert os.path.join(model_dir, "bert_tf_large") in message
+    assert "python tools/install_hub_model.py --name=bert_tf_large --init_checkpoint=" in message
+    assert HUB_DIR_ENV in message
+    with pytest.raises(ModelNotInstalledError, match="--name=bert_tf_large "):
+        hub.load("bert_tf_large_preprocess")
+
+
+def test_the_model_directory_follows_the_environment(model_dir, monkeypatch, tmp_path):
+    monkeypatch.setenv(HUB_DIR_ENV, str(tmp_path))
+    with pytest.raises(ModelNotInstalledError, match=str(tmp_path / "bert_tf_base")):
+        hub.resolve("bert_tf_base")
+    monkeypatch.delenv(HUB_DIR_ENV)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert hub_dir() == os.path.join(str(tmp_path), ".cache", "bert_tf", "hub")
+
+
+def test_only_bert_tf_names_are_claimed(model_dir, monkeypatch, tmp_path):
+    resolver = ModelNameResolver()
+    for handle in ("bert_tf_base", "bert_tf_L-2_H-128", "bert_tf_mini_preprocess"):
+        assert resolver.is_supported(handle), handle
+    for handle in ("https://tfhub.dev/google/bert/1", "/models/bert_tf_base", "bert_tf_",
+                   "bert_tf_base/1", "bert_base", "./bert_tf_base", None):
+        assert not resolver.is_supported(handle), handle
+    # A local directory of that name is the user's: tensorflow_hub's path resolver takes it.
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "bert_tf_base").mkdir()
+    assert hub.resolve("bert_tf_base") == "bert_tf_base"
+
+
+def test_registering_twice_adds_one_resolver(model_dir):
+    count = len(registry.resolver._impls)
+    register_resolver()
+    assert len(registry.resolver._impls) == count
+    assert sum(isinstance(r, ModelNameResolver) for r in registry.resolver._impls) == 1
+
+
+def test_install_refuses_a_bad_name_before_exporting(installed, tmp_path):
+    with pytest.raises(ValueError, match="'bert-base' is not a bert_tf model name"):
+        install_model(installed[1], name="bert-base", directory=str(tmp_path))
+    assert os.listdir(tmp_path) == []
+
+
+def test_install_reports_a_missing_checkpoint_before_creating_anything(tmp_path):
+    with pytest.raises(FileNotFoundError, match=f"No checkpoint at {tmp_path}/nothing"):
+        install_model(str(tmp_path / "nothing"), directory=str(tmp_path / "hub"))
+    assert not os.path.exists(tmp_path / "hub")

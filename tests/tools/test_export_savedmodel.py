@@ -1,0 +1,74 @@
+"""`tools/export_savedmodel.py` as a user runs it: TF Serving's layout, the vocabulary flags
+alone for `preprocess`, a fine-tuned classifier from its checkpoint, and a clear error for a
+checkpoint that holds no task model. (The encoder export runs through the tool in
+tests/export/test_encoder_export.py.)"""
+
+import os
+
+import keras
+import numpy as np
+import tensorflow as tf
+import tensorflow_text  # noqa: F401  (the preprocessing SavedModel uses tf.text ops)
+
+from bert_tf import BertEncoder
+from bert_tf.models.bert_classifier import BertClassifier
+from bert_tf.text.bert_preprocessor import BertPreprocessor
+from tests.export.tiny_models import (run_tool, tiny_config, write_pretrained_checkpoint,
+                                      write_task_checkpoint, write_vocab)
+
+TEXTS = ["Hello unaffable world!", "", "what a good film"]
+
+
+def test_preprocess_needs_only_the_vocabulary(tmp_path):
+    vocab_file = write_vocab(tmp_path)
+    base = tmp_path / "preprocess"
+    result = run_tool("export_savedmodel.py", "--export_type=preprocess",
+                      f"--vocab_file={vocab_file}", "--do_lower_case", "--seq_length=16",
+                      f"--output_dir={base}")
+    assert result.returncode == 0, result.stderr
+    assert sorted(os.listdir(base)) == ["1"]
+    assert os.path.isfile(base / "1" / "saved_model.pb")
+    assert (base / "1" / "assets" / "vocab.txt").read_text() == open(vocab_file).read()
+    loaded = tf.saved_model.load(str(base / "1"))
+    expected = BertPreprocessor(vocab_file, lower_case=True, seq_length=16)(tf.constant(TEXTS))
+    packed = loaded(tf.constant(TEXTS))
+    for key, value in expected.items():
+        assert packed[key].dtype == tf.int32
+        np.testing.assert_array_equal(packed[key], value)
+
+
+def test_classifier_from_a_fine_tuned_checkpoint(tmp_path):
+    vocab_file = write_vocab(tmp_path)
+    keras.utils.set_random_seed(3)
+    classifier = BertClassifier(BertEncoder(tiny_config(num_hidden_layers=1)), num_classes=2)
+    checkpoint_dir = tmp_path / "finetuned"
+    write_task_checkpoint(str(checkpoint_dir), classifier)
+    base = tmp_path / "sst2"
+    result = run_tool("export_savedmodel.py", "--export_type=classifier",
+                      f"--init_checkpoint={checkpoint_dir}", f"--vocab_file={vocab_file}",
+                      "--seq_length=16", "--label_names=negative,positive", "--version=5",
+                      f"--output_dir={base}")
+    assert result.returncode == 0, result.stderr
+    assert f"Exported classifier to {base}/5" in result.stdout
+    assert sorted(os.listdir(base)) == ["5"]
+    serving = tf.saved_model.load(str(base / "5")).signatures["serving_default"]
+    assert list(serving.structured_input_signature[1]) == ["text"]
+    outputs = serving(text=tf.constant(TEXTS))
+    inputs = BertPreprocessor(vocab_file, lower_case=True, seq_length=16)(tf.constant(TEXTS))
+    logits = classifier(inputs, training=False)["logits"].numpy()
+    np.testing.assert_allclose(outputs["logits"], logits, atol=1e-5)
+    assert outputs["label_name"].numpy().tolist() == [
+        [b"negative", b"positive"][i] for i in logits.argmax(-1)]
+
+
+def test_a_checkpoint_without_a_task_model_is_a_clear_error(tmp_path):
+    vocab_file = write_vocab(tmp_path)
+    checkpoint_dir = str(tmp_path / "pretrained")
+    write_pretrained_checkpoint(checkpoint_dir, vocab_file, num_hidden_layers=1)
+    base = tmp_path / "squad"
+    result = run_tool("export_savedmodel.py", "--export_type=squad",
+                      f"--init_checkpoint={checkpoint_dir}", f"--output_dir={base}")
+    assert result.returncode == 1
+    assert "export_savedmodel: " in result.stderr
+    assert "holds no fine-tuned task model" in result.stderr
+    assert not os.path.exists(base)
