@@ -13,5 +13,8 @@ if keras.backend.backend() != "tensorflow":
 
 from bert_tf.config import BertConfig  # noqa: E402
 from bert_tf.models.bert_encoder import BertEncoder  # noqa: E402
+from bert_tf.text.bert_preprocessor import BertPreprocessor  # noqa: E402
+from bert_tf.text.bert_tokenizer import BertTokenizer  # noqa: E402
+from bert_tf.text.preprocessor_export import export_preprocessor  # noqa: E402
 
-__all__ = ["BertConfig", "BertEncoder"]
+__all__ = ["BertConfig", "BertEncoder", "BertPreprocessor", "BertTokenizer", "export_preprocessor"]
