@@ -34,14 +34,17 @@ class BertEmbeddings(keras.layers.Layer):
 
     def build(self, input_shape=None):
         initializer = keras.initializers.TruncatedNormal(stddev=self.initializer_range)
+        # autocast=False: under mixed precision Keras would otherwise cast each whole table to
+        # the compute dtype on every read (23M values for BERT-base's word table) just to
+        # gather a few rows; `call` gathers in float32 and casts only the result.
+        table = dict(initializer=initializer, autocast=False)
         self.word_embeddings = self.add_weight(
-            name="word_embeddings", shape=(self.vocab_size, self.hidden_size), initializer=initializer)
+            name="word_embeddings", shape=(self.vocab_size, self.hidden_size), **table)
         self.position_embeddings = self.add_weight(
             name="position_embeddings", shape=(self.max_position_embeddings, self.hidden_size),
-            initializer=initializer)
+            **table)
         self.token_type_embeddings = self.add_weight(
-            name="token_type_embeddings", shape=(self.type_vocab_size, self.hidden_size),
-            initializer=initializer)
+            name="token_type_embeddings", shape=(self.type_vocab_size, self.hidden_size), **table)
         self.layer_norm.build((None, None, self.hidden_size))
         self.built = True
 

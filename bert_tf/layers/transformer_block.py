@@ -7,6 +7,12 @@ from bert_tf.layers.activations import get_activation
 from bert_tf.layers.self_attention import BertSelfAttention
 
 
+def _dense(layer, x):
+    """`layer(x)` for a 2-D `x`, as MatMul + BiasAdd in the layer's compute dtype."""
+    return tf.nn.bias_add(tf.matmul(x, tf.cast(layer.kernel, layer.compute_dtype)),
+                          tf.cast(layer.bias, layer.compute_dtype))
+
+
 @keras.saving.register_keras_serializable(package="bert_tf")
 class BertTransformerBlock(keras.layers.Layer):
     """Self-attention and a feed-forward network, each followed by dropout, a residual
@@ -62,13 +68,20 @@ class BertTransformerBlock(keras.layers.Layer):
         self.built = True
 
     def call(self, hidden_states, input_mask, training=None):
-        residual = tf.cast(hidden_states, tf.float32)
+        # Tokens as rows of a 2-D [batch * seq, hidden] matrix: a 2-D MatMul followed by
+        # BiasAdd (and the exact GELU) is what TensorFlow's grappler remapper fuses into one
+        # oneDNN matmul with the bias and activation applied in its epilogue. Keras `Dense` on
+        # 3-D input runs `tensordot` (reshape, MatMul, reshape) then a broadcasting add, which
+        # cannot fuse: bias and GELU each cost another pass over the activations.
+        residual = tf.reshape(tf.cast(hidden_states, tf.float32), [-1, self.hidden_size])
         attended = self.attention(hidden_states, input_mask, training=training)
-        attended = self.dropout(self.attention_output(attended), training=training)
+        attended = _dense(self.attention_output, tf.reshape(attended, [-1, self.hidden_size]))
+        attended = self.dropout(attended, training=training)
         hidden = self.attention_layer_norm(residual + tf.cast(attended, tf.float32))
-        inner = self._activation_fn(self.intermediate(hidden))
-        output = self.dropout(self.output_dense(inner), training=training)
-        return self.output_layer_norm(hidden + tf.cast(output, tf.float32))
+        inner = self._activation_fn(_dense(self.intermediate, tf.cast(hidden, self.compute_dtype)))
+        output = self.dropout(_dense(self.output_dense, inner), training=training)
+        output = self.output_layer_norm(hidden + tf.cast(output, tf.float32))
+        return tf.reshape(output, tf.shape(hidden_states))
 
     def compute_output_shape(self, input_shape):
         return input_shape
