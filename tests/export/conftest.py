@@ -59,7 +59,9 @@ def task_exports(tmp_path_factory, task_checkpoints, vocab_file):
     base = tmp_path_factory.mktemp("models")
     exported = {}
     for task, (prefix, _) in task_checkpoints.items():
-        model = load_task_model(task, os.path.dirname(prefix))
+        # --init_checkpoint takes a checkpoint directory or a prefix: use both.
+        checkpoint = prefix if task in ("squad", "multiple_choice") else os.path.dirname(prefix)
+        model = load_task_model(task, checkpoint)
         path = write_version(str(base / task), lambda d: export_task_model(
             d, task, model, vocab_file, do_lower_case=True, seq_length=SEQ_LENGTH,
             **EXPORT_OPTIONS[task]))
