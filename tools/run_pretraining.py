@@ -139,6 +139,8 @@ def main(argv):
     eval_flag = "--eval_input_file" if FLAGS.eval_input_file else "--input_file"
     eval_files = (expand_input_files(FLAGS.eval_input_file or FLAGS.input_file, eval_flag)
                   if FLAGS.do_eval else [])
+    # Before any TensorFlow op: MultiWorkerMirroredStrategy configures the runtime's collectives.
+    strategy = distribution.create_strategy(FLAGS.strategy, FLAGS.tpu)
     seq_length, predictions = _record_lengths(train_files or eval_files,
                                               "--input_file" if train_files else eval_flag)
     if eval_files and train_files:
@@ -149,7 +151,6 @@ def main(argv):
                              f"{FLAGS.bert_config_file}")
 
     keras.utils.set_random_seed(FLAGS.seed)
-    strategy = distribution.create_strategy(FLAGS.strategy, FLAGS.tpu)
     replicas = strategy.num_replicas_in_sync
     if FLAGS.eval_batch_size % replicas:
         raise app.UsageError(f"--eval_batch_size {FLAGS.eval_batch_size} must be divisible by "
@@ -171,8 +172,8 @@ def main(argv):
         config.to_json_file(os.path.join(FLAGS.output_dir, "bert_config.json"))
 
     if FLAGS.do_train:
-        logging.info("Training on %d file(s) on %d replica(s): %s", len(train_files), replicas,
-                     strategy.__class__.__name__)
+        logging.info("Training on %d file(s) on %d replica(s) (--strategy=%s)", len(train_files),
+                     replicas, FLAGS.strategy)
         with naming_bad_input_files(train_files, seq_length, predictions):
             trainer.train(
                 lambda context, start_step: training_dataset(

@@ -32,17 +32,20 @@ def create_strategy(name, tpu=None):
       CPU devices when it has none (one, unless `tf.config` split the CPU).
     * `multi_worker_mirrored`: the same across machines; the cluster comes from `$TF_CONFIG`.
     * `one_device`: the first GPU, else the CPU. `cpu`: the CPU even when there are GPUs.
+
+    Call it before running any TensorFlow op: a multi-worker strategy configures TensorFlow's
+    collective ops, which only works before the runtime starts.
     """
     if name == "tpu":
         return _tpu_strategy(tpu)
     if tpu:
         raise ValueError(f"--tpu={tpu} is only used with --strategy=tpu, not {name}")
+    if name == "multi_worker_mirrored":  # first: listing devices would start the runtime
+        return tf.distribute.MultiWorkerMirroredStrategy()
     gpus = [d.name for d in tf.config.list_logical_devices("GPU")]
     if name == "mirrored":
         return tf.distribute.MirroredStrategy(
             gpus or [d.name for d in tf.config.list_logical_devices("CPU")])
-    if name == "multi_worker_mirrored":
-        return tf.distribute.MultiWorkerMirroredStrategy()
     if name == "one_device":
         return tf.distribute.OneDeviceStrategy(gpus[0] if gpus else "/cpu:0")
     if name == "cpu":
@@ -74,8 +77,10 @@ def _tpu_strategy(tpu):
         if tpu != "local":  # a TPU VM's own chips need no remote connection
             tf.config.experimental_connect_to_cluster(resolver)
         tf.tpu.experimental.initialize_tpu_system(resolver)
-    except (ValueError, RuntimeError, ImportError, tf.errors.OpError) as e:
-        raise TpuUnavailableError(f"Cannot use the TPU {tpu!r} (--tpu): {e}") from e
+    except (ValueError, RuntimeError, ImportError, OSError, tf.errors.OpError) as e:
+        raise TpuUnavailableError(
+            f"Cannot use the TPU {tpu if tpu else '(none given, none detected)'} (--tpu): "
+            f"{e}") from e
     logger.info("TPU %s: %s", tpu, tf.config.list_logical_devices("TPU"))
     return tf.distribute.TPUStrategy(resolver)
 
