@@ -11,11 +11,8 @@ class BertSelfAttention(keras.layers.Layer):
     """Self-attention over `[batch, seq, hidden]` with separate query/key/value projections.
 
     The projections keep Google's `[hidden, hidden]` kernels (`attention/self/{query,key,value}`),
-    so checkpoints map one to one. Padding gets an additive -10000 before the softmax, as in
-    Google's BERT. Scores and softmax run in the compute dtype, as in Keras' MultiHeadAttention:
-    under mixed_bfloat16 the QK^T matmul's output is bfloat16 in any case, and oneDNN's bfloat16
-    softmax accumulates in float32, so casting around it to float32 would change nothing but
-    cost two passes over the scores.
+    so checkpoints map one to one. Scores and softmax are float32 under mixed precision: the
+    additive mask (-10000 on padding, as in Google's BERT) and the row sums need the range.
 
     Example:
         >>> attention = BertSelfAttention(hidden_size=8, num_heads=2)
@@ -46,9 +43,9 @@ class BertSelfAttention(keras.layers.Layer):
             projection.build(input_shape)
         self.built = True
 
-    def _project_to_heads(self, dense, inputs):
+    def _project_to_heads(self, dense, inputs, scale=None):
         """`dense(inputs)` split into heads, `[batch, heads, seq, head_size]`, for
-        `inputs [batch, 1, seq, hidden]`.
+        `inputs [batch, 1, seq, hidden]`; `scale` multiplies kernel and bias.
 
         The kernel is viewed as `[heads, hidden, head_size]` and multiplied with the inputs in
         one broadcasting batched matmul, which writes the head-major layout directly. The usual
@@ -62,23 +59,23 @@ class BertSelfAttention(keras.layers.Layer):
         """
         kernel = tf.cast(dense.kernel, self.compute_dtype)
         bias = tf.cast(dense.bias, self.compute_dtype)
+        if scale is not None:
+            kernel, bias = kernel * scale, bias * scale
         kernel = tf.transpose(tf.reshape(kernel, [-1, self.num_heads, self.head_size]), [1, 0, 2])
         return tf.matmul(inputs, kernel) + tf.reshape(bias, [self.num_heads, 1, self.head_size])
 
     def call(self, hidden_states, input_mask, training=None):
         batch, seq = tf.shape(hidden_states)[0], tf.shape(hidden_states)[1]
         inputs = tf.cast(hidden_states, self.compute_dtype)[:, tf.newaxis]
-        query = self._project_to_heads(self.query, inputs)
+        # Scaling the query kernel ([hidden, hidden]) is cheaper than scaling the query
+        # (seq x hidden per sequence) or the scores (seq x seq per head).
+        query = self._project_to_heads(self.query, inputs, 1.0 / math.sqrt(self.head_size))
         key = self._project_to_heads(self.key, inputs)
         value = self._project_to_heads(self.value, inputs)
+        scores = tf.cast(tf.matmul(query, key, transpose_b=True), tf.float32)
         padding = 1.0 - tf.cast(input_mask[:, tf.newaxis, tf.newaxis, :], tf.float32)
-        padding_bias = tf.cast(padding * -10000.0, self.compute_dtype)
-        # Scale the query just before QK^T and add the padding bias just after: grappler's
-        # remapper turns exactly this into one oneDNN batch matmul that applies the scale and
-        # the bias in its epilogue, so neither costs a pass over the [seq, seq] scores.
-        query = query * tf.cast(1.0 / math.sqrt(self.head_size), self.compute_dtype)
-        scores = tf.matmul(query, key, transpose_b=True) + padding_bias
-        probabilities = self.dropout(tf.nn.softmax(scores, axis=-1), training=training)
+        probabilities = tf.nn.softmax(scores + padding * -10000.0, axis=-1)
+        probabilities = self.dropout(tf.cast(probabilities, self.compute_dtype), training=training)
         context = tf.transpose(tf.matmul(probabilities, value), [0, 2, 1, 3])
         return tf.reshape(context, [batch, seq, self.hidden_size])
 
