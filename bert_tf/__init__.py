@@ -12,9 +12,16 @@ if keras.backend.backend() != "tensorflow":
                       f"{keras.backend.backend()!r}: set KERAS_BACKEND=tensorflow.")
 
 from bert_tf.config import BertConfig  # noqa: E402
+from bert_tf.models.bert_classifier import BertClassifier  # noqa: E402
 from bert_tf.models.bert_encoder import BertEncoder  # noqa: E402
+from bert_tf.models.bert_feature_extractor import BertFeatureExtractor  # noqa: E402
+from bert_tf.models.bert_multiple_choice import BertMultipleChoice  # noqa: E402
+from bert_tf.models.bert_span_labeler import BertSpanLabeler  # noqa: E402
+from bert_tf.models.bert_token_classifier import BertTokenClassifier  # noqa: E402
 from bert_tf.text.bert_preprocessor import BertPreprocessor  # noqa: E402
 from bert_tf.text.bert_tokenizer import BertTokenizer  # noqa: E402
 from bert_tf.text.preprocessor_export import export_preprocessor  # noqa: E402
 
-__all__ = ["BertConfig", "BertEncoder", "BertPreprocessor", "BertTokenizer", "export_preprocessor"]
+__all__ = ["BertConfig", "BertEncoder", "BertClassifier", "BertSpanLabeler", "BertTokenClassifier",
+           "BertMultipleChoice", "BertFeatureExtractor", "BertPreprocessor", "BertTokenizer",
+           "export_preprocessor"]
