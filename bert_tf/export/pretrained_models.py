@@ -8,7 +8,7 @@ Example:
 import logging
 import os
 
-from bert_tf.checkpoints import detect_format, load_encoder, read_config
+from bert_tf.checkpoints import detect_format, read_config, restore_encoder
 from bert_tf.models.bert_encoder import BertEncoder
 from bert_tf.models.bert_pretrainer import BertPretrainer
 
@@ -40,11 +40,14 @@ def load_pretrained(init_checkpoint, bert_config_file=None, mlm=False):
     """
     if mlm not in MLM_CHOICES:
         raise ValueError(f"mlm must be one of {MLM_CHOICES}, got {mlm!r}.")
+    encoder = BertEncoder(read_config(init_checkpoint, bert_config_file))
+    report = restore_encoder(encoder, init_checkpoint)
     if not mlm:
-        return load_encoder(init_checkpoint, bert_config_file=bert_config_file)
-    pretrainer = BertPretrainer(BertEncoder(read_config(init_checkpoint, bert_config_file)))
-    loaded_heads = pretrainer.load_checkpoint(init_checkpoint, require_heads=mlm is True)
-    if not loaded_heads:
-        logger.info("%s has no MLM head: exporting the encoder alone", init_checkpoint)
-        return pretrainer.encoder
+        return encoder
+    if mlm == "if_present" and not report.heads:
+        logger.info("%s has no pre-training heads: the encoder alone", report.source)
+        return encoder
+    pretrainer = BertPretrainer(encoder)
+    # Reads the checkpoint again, for the heads; every head weight must be there.
+    pretrainer.load_checkpoint(init_checkpoint, require_heads=True)
     return pretrainer
