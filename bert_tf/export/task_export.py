@@ -194,6 +194,8 @@ def export_task_model(export_dir, task, model, vocab_file, do_lower_case, seq_le
     if not 3 <= seq_length <= max_positions:
         raise ValueError(f"seq_length must be between 3 and the encoder's "
                          f"max_position_embeddings ({max_positions}), got {seq_length}.")
+    if max_answer_length < 1:
+        raise ValueError(f"max_answer_length must be at least 1 token, got {max_answer_length}.")
     if text_pairs and task != "classifier":
         raise ValueError(f"text_pairs applies to the classifier export only, not to {task}.")
     num_classes = getattr(model, "num_classes", None)
