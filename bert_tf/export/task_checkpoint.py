@@ -49,12 +49,12 @@ def load_task_model(task, init_checkpoint, bert_config_file=None, num_classes=No
                              f"{num_classes} were asked for.")
         head_arguments["num_classes"] = found
     model = TASK_MODEL_CLASSES[task](BertEncoder(config), **head_arguments)
-    status = tf.train.Checkpoint(**{TASK_MODEL_KEY: model}).read(prefix)
+    # The optimizer's slots and counters, if saved, are not needed to serve: only the model's
+    # own variables must all be found.
+    status = tf.train.Checkpoint(**{TASK_MODEL_KEY: model}).read(prefix).expect_partial()
     try:
         status.assert_existing_objects_matched()
     except AssertionError as error:
         raise ValueError(f"{prefix}: its `{TASK_MODEL_KEY}` does not match a {task} model with "
                          f"this config: {error}") from None
-    # The optimizer's slots and counters, if saved, are not needed to serve.
-    status.expect_partial()
     return model
