@@ -23,8 +23,9 @@ from bert_tf.checkpoints.names import (PRETRAINING_HEAD_NAMES, encoder_weight_na
 from bert_tf.checkpoints.sources import (BERT_TF, GOOGLE, HUGGING_FACE, CheckpointWeights,
                                          UnsupportedCheckpointError, detect_format, read_config,
                                          read_weights)
-from bert_tf.checkpoints.tf2 import (ENCODER_KEY, HEADS_KEY, RestoreReport, load_encoder,
-                                     resolve_prefix, restore_encoder, save_checkpoint)
+from bert_tf.checkpoints.tf2 import (ENCODER_KEY, HEADS_KEY, TASK_MODEL_KEY, RestoreReport,
+                                     load_encoder, resolve_prefix, restore_encoder,
+                                     save_checkpoint)
 
 __all__ = [
     "BERT_TF", "GOOGLE", "HUGGING_FACE", "ENCODER_KEY", "HEADS_KEY", "PRETRAINING_HEAD_NAMES",
@@ -32,5 +33,5 @@ __all__ = [
     "UnsupportedCheckpointError", "assign_weights", "convert_checkpoint", "detect_format",
     "encoder_weight_names", "encoder_weights", "hf_names", "hf_transposed", "load_encoder",
     "load_encoder_weights", "read_config", "read_weights", "resolve_prefix", "restore_encoder",
-    "save_checkpoint",
+    "save_checkpoint", "TASK_MODEL_KEY",
 ]

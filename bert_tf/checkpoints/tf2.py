@@ -35,6 +35,8 @@ logger = logging.getLogger("bert_tf.checkpoints")
 
 ENCODER_KEY = "encoder"
 HEADS_KEY = "pretraining_heads"
+# Fine-tuning tools save the whole task model (encoder + head) under this key, beside `encoder`.
+TASK_MODEL_KEY = "model"
 _HEADS_ATTRIBUTE = "by_google_name"
 CHECKPOINT_NAME = "ckpt"
 

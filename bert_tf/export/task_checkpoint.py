@@ -13,11 +13,10 @@ Example:
 
 import tensorflow as tf
 
-from bert_tf.checkpoints import read_config, resolve_prefix
+from bert_tf.checkpoints import TASK_MODEL_KEY, read_config, resolve_prefix
 from bert_tf.export.task_export import TASK_MODEL_CLASSES
 from bert_tf.models.bert_encoder import BertEncoder
 
-TASK_MODEL_KEY = "model"
 # Checkpoint key of the bias of the classification layer (`classifier`) of BertClassifier and
 # BertTokenClassifier: its length is the number of classes.
 _CLASSIFIER_BIAS_KEY = f"{TASK_MODEL_KEY}/classifier/bias/.ATTRIBUTES/VARIABLE_VALUE"

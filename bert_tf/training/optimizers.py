@@ -29,6 +29,11 @@ if not hasattr(keras.optimizers.Optimizer, "_all_reduce_sum_gradients"):
         f"`_all_reduce_sum_gradients`: update bert_tf/training/optimizers.py")
 
 
+def no_weight_decay(variables):
+    """The variables BERT trains without weight decay: LayerNorm scales/offsets and biases."""
+    return [v for v in variables if _NO_WEIGHT_DECAY.search(v.path)]
+
+
 class _SummedByTrainStep:
     """Mixin: gradients arrive summed over replicas; do not sum them again."""
 
@@ -67,8 +72,7 @@ def create_optimizer(name, learning_rate, trainable_variables, weight_decay_rate
                           beta_1=0.9, beta_2=0.999, epsilon=1e-6, name="lamb", **clipping)
     else:
         raise ValueError(f"Unknown optimizer {name!r}; choose one of {OPTIMIZERS}")
-    optimizer.exclude_from_weight_decay(
-        var_list=[v for v in trainable_variables if _NO_WEIGHT_DECAY.search(v.path)])
+    optimizer.exclude_from_weight_decay(var_list=no_weight_decay(trainable_variables))
     if loss_scaling:
         optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
     optimizer.build(trainable_variables)

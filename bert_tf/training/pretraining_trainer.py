@@ -7,7 +7,6 @@ import time
 
 import keras
 import tensorflow as tf
-from tensorflow.core.framework import summary_pb2
 
 from bert_tf.checkpoints.tf2 import _HEADS_ATTRIBUTE, CHECKPOINT_NAME, ENCODER_KEY, HEADS_KEY
 from bert_tf.models.bert_encoder import BertEncoder
@@ -17,24 +16,11 @@ from bert_tf.training.optimizers import create_optimizer
 from bert_tf.training.pretraining_objective import (STATISTICS, pretraining_loss,
                                                     pretraining_metrics, pretraining_statistics)
 from bert_tf.training.schedule import WarmupPolynomialDecay
+from bert_tf.training.summaries import write_scalars
 
 logger = logging.getLogger("bert_tf.training")
 
 MIXED_PRECISION = {"float32": None, "bfloat16": "mixed_bfloat16", "float16": "mixed_float16"}
-
-# TensorBoard's scalar-plugin metadata: `tf.summary.scalar` would need the `tensorboard`
-# package just to *write* a scalar; viewing is the only thing that needs TensorBoard.
-_SCALAR_METADATA = summary_pb2.SummaryMetadata(
-    plugin_data=summary_pb2.SummaryMetadata.PluginData(plugin_name="scalars"),
-    data_class=summary_pb2.DATA_CLASS_SCALAR)
-
-
-def write_scalars(writer, step, scalars):
-    """Writes `{name: float}` as TensorBoard scalars at `step`."""
-    with writer.as_default(step=step):
-        for name, value in scalars.items():
-            tf.summary.write(name, tf.constant(value, tf.float32), metadata=_SCALAR_METADATA)
-
 
 class PretrainingTrainer:
     """Trains a `BertPretrainer` with a custom, distributed, optionally XLA-compiled step.
@@ -205,7 +191,7 @@ class PretrainingTrainer:
                         " and the pre-training heads" if heads else "", init_checkpoint)
 
     def train(self, dataset_fn, output_dir, *, steps_per_execution=1, save_checkpoints_steps=1000,
-              keep_checkpoint_max=5, init_checkpoint=None, progress=True):
+              keep_checkpoint_max=5, init_checkpoint=None, progress=True, after_checkpoint=None):
         """Trains until `num_train_steps`, resuming from `output_dir`'s latest checkpoint.
 
         Args:
@@ -219,6 +205,8 @@ class PretrainingTrainer:
           init_checkpoint: weights to start from when `output_dir` has no checkpoint (any
             format `BertPretrainer.load_checkpoint` reads).
           progress: show a progress bar (chief only).
+          after_checkpoint: called with the step after each checkpoint is written (on every
+            worker), e.g. to evaluate held-out data.
 
         Returns the metrics of the last `steps_per_execution` steps (empty when nothing ran).
         """
@@ -255,6 +243,8 @@ class PretrainingTrainer:
             progbar.update(step, [(name, metrics[name]) for name in progbar.stateful_metrics])
             if step % save_checkpoints_steps == 0 or step == self.num_train_steps:
                 manager.save(checkpoint_number=step)
+                if after_checkpoint:
+                    after_checkpoint(step)
         writer.flush()
         if not chief:
             shutil.rmtree(manager.directory, ignore_errors=True)

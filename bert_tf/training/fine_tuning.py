@@ -1,0 +1,191 @@
+"""`FineTuner`: trains a task model the way the paper fine-tunes BERT, resumably.
+
+The recipe of Google's `run_classifier.py` / `run_squad.py`: AdamW (weight decay 0.01, none on
+LayerNorm and biases), linear warmup over `warmup_proportion` of the steps then linear decay to
+0, global-norm clipping at 1.0. Around it, what a long CPU or GPU job needs:
+
+* Checkpoints every `steps_per_checkpoint` steps in `output_dir` as
+  `tf.train.Checkpoint(encoder=..., model=..., optimizer=...)`: `encoder` for every
+  `--init_checkpoint` reader, `model` (encoder + head) for `export_savedmodel.py`.
+* Rerunning the same command after a crash or `kill -9` restores the latest checkpoint and
+  continues at its exact step (`dataset_fn(start_step)` must skip that many batches of the same
+  deterministic stream, e.g. a seeded shuffle).
+* A Keras progress bar; TensorBoard scalars (loss, metrics, learning rate) in `output_dir/train`.
+* `predict` over dynamically padded batches, per-token outputs padded back to `max_seq_length`.
+
+One Keras "epoch" of `fit` is one checkpoint period, so the bar reads "Epoch k/N" per period.
+
+Example:
+    >>> tuner = FineTuner(classifier, "/tmp/sst2", loss=losses, num_train_steps=2000,
+    ...                   learning_rate=2e-5)
+    >>> tuner.train(lambda start_step: train_batches.skip(start_step))
+    >>> logits = tuner.predict(eval_batches, max_seq_length=128)["logits"]
+"""
+
+import logging
+import math
+import os
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from bert_tf.checkpoints.tf2 import CHECKPOINT_NAME, ENCODER_KEY, TASK_MODEL_KEY
+from bert_tf.training.optimizers import no_weight_decay
+from bert_tf.training.schedule import WarmupPolynomialDecay
+from bert_tf.training.summaries import ScalarSummaries
+
+logger = logging.getLogger("bert_tf.training")
+
+
+def fine_tuning_optimizer(model, learning_rate, num_train_steps, warmup_proportion=0.1,
+                          weight_decay_rate=0.01, clip_norm=1.0):
+    """BERT's fine-tuning AdamW for `model`, built (its slots exist, so a checkpoint can restore
+    them before the first step)."""
+    schedule = WarmupPolynomialDecay(learning_rate, num_train_steps,
+                                     int(warmup_proportion * num_train_steps))
+    clipping = {"global_clipnorm": clip_norm} if clip_norm else {}
+    optimizer = keras.optimizers.AdamW(learning_rate=schedule, weight_decay=weight_decay_rate,
+                                       beta_1=0.9, beta_2=0.999, epsilon=1e-6, **clipping)
+    optimizer.exclude_from_weight_decay(var_list=no_weight_decay(model.trainable_variables))
+    optimizer.build(model.trainable_variables)
+    return optimizer
+
+
+class _StopAtStep(keras.callbacks.Callback):
+    """Ends `fit` after the optimizer's `last_step`, mid-period if need be."""
+
+    def __init__(self, last_step):
+        super().__init__()
+        self.last_step = last_step
+
+    def on_train_batch_end(self, batch, logs=None):
+        if int(keras.ops.convert_to_numpy(self.model.optimizer.iterations)) >= self.last_step:
+            self.model.stop_training = True
+
+
+class _SaveEveryPeriod(keras.callbacks.Callback):
+    def __init__(self, manager):
+        super().__init__()
+        self.manager = manager
+
+    def on_epoch_end(self, epoch, logs=None):
+        step = int(keras.ops.convert_to_numpy(self.model.optimizer.iterations))
+        self.manager.save(checkpoint_number=step)
+
+
+class FineTuner:
+    """Compiles `model` with BERT's optimizer and trains it with checkpoints and resume.
+
+    Args:
+        model: a task model (`BertClassifier`, `BertSpanLabeler`, ...) whose `encoder` holds
+            the initial weights.
+        output_dir: checkpoints and TensorBoard logs; resumed from when it holds a checkpoint.
+        loss, metrics, loss_weights: as for `keras.Model.compile`, keyed by the model's output
+            names (e.g. `{"logits": ...}`).
+        learning_rate, num_train_steps, warmup_proportion, weight_decay_rate, clip_norm:
+            see `fine_tuning_optimizer`.
+        steps_per_checkpoint: optimizer steps between checkpoints.
+        keep_checkpoint_max: checkpoints kept.
+        jit_compile: compile the train step with XLA (one compilation per padded length).
+        steps_per_execution: train steps per host call.
+    """
+
+    def __init__(self, model, output_dir, *, loss, num_train_steps, learning_rate,
+                 metrics=None, loss_weights=None, warmup_proportion=0.1, weight_decay_rate=0.01,
+                 clip_norm=1.0, steps_per_checkpoint=500, keep_checkpoint_max=2,
+                 jit_compile=False, steps_per_execution=1):
+        if num_train_steps < 1:
+            raise ValueError(f"num_train_steps must be positive, got {num_train_steps}")
+        if steps_per_checkpoint < 1:
+            raise ValueError(f"steps_per_checkpoint must be positive, got {steps_per_checkpoint}")
+        self.model = model
+        self.output_dir = output_dir
+        self.num_train_steps = num_train_steps
+        self.steps_per_checkpoint = steps_per_checkpoint
+        self.optimizer = fine_tuning_optimizer(model, learning_rate, num_train_steps,
+                                               warmup_proportion, weight_decay_rate, clip_norm)
+        model.compile(optimizer=self.optimizer, loss=loss, metrics=metrics,
+                      loss_weights=loss_weights, jit_compile=jit_compile,
+                      steps_per_execution=steps_per_execution)
+        # Dropout's random-number states too, so that a resumed run draws the same masks as
+        # one that never stopped.
+        dropout_seeds = [v for v in model.non_trainable_variables if "seed_generator" in v.path]
+        checkpoint = tf.train.Checkpoint(**{ENCODER_KEY: model.encoder, TASK_MODEL_KEY: model,
+                                            "optimizer": self.optimizer,
+                                            "dropout_seeds": dropout_seeds})
+        self.manager = tf.train.CheckpointManager(checkpoint, output_dir,
+                                                  max_to_keep=keep_checkpoint_max,
+                                                  checkpoint_name=CHECKPOINT_NAME)
+
+    @property
+    def step(self):
+        """Optimizer steps taken so far (restored ones included)."""
+        return int(keras.ops.convert_to_numpy(self.optimizer.iterations))
+
+    def restore_latest(self):
+        """Restores the latest checkpoint in `output_dir`, if any; returns its path or None."""
+        latest = self.manager.latest_checkpoint
+        if latest:
+            self.manager.checkpoint.restore(latest).assert_existing_objects_matched()
+            logger.info("Resumed from %s at step %d", latest, self.step)
+        return latest
+
+    def train(self, dataset_fn, verbose="auto"):
+        """Trains up to `num_train_steps`, resuming from `output_dir`'s latest checkpoint.
+
+        `dataset_fn(start_step)` returns the (repeated) training batches from batch
+        `start_step` on. Returns the Keras `History` (None when nothing was left to do).
+        """
+        self.restore_latest()
+        start_step = self.step
+        if start_step >= self.num_train_steps:
+            logger.info("%s is already trained (%d steps)", self.output_dir, start_step)
+            return None
+        periods = math.ceil(self.num_train_steps / self.steps_per_checkpoint)
+        callbacks = [_StopAtStep(self.num_train_steps), _SaveEveryPeriod(self.manager),
+                     ScalarSummaries(self.output_dir)]
+        return self.model.fit(dataset_fn(start_step), epochs=periods,
+                              initial_epoch=start_step // self.steps_per_checkpoint,
+                              steps_per_epoch=self.steps_per_checkpoint, callbacks=callbacks,
+                              verbose=verbose)
+
+    def predict(self, dataset, max_seq_length, sequence_outputs=(), verbose=1):
+        """See `predict_padded`."""
+        return predict_padded(self.model, dataset, max_seq_length, sequence_outputs, verbose)
+
+
+def predict_padded(model, dataset, max_seq_length, sequence_outputs=(), verbose=1):
+    """`model`'s outputs (a dict) over every batch of `dataset` (features, or tuples starting
+    with features), concatenated as NumPy arrays.
+
+    Batches may be dynamically padded (`padded_batches`): the outputs named in
+    `sequence_outputs` have their axis 1 (the sequence axis, e.g. a token classifier's
+    `[batch, seq, classes]` logits or a span labeler's `[batch, seq]` start logits) padded with
+    zeros back to `max_seq_length`, so that batches of different lengths concatenate.
+
+    Example:
+        >>> predict_padded(tagger, padded_batches(examples, 64, 128), 128, ("logits",))
+    """
+    steps = int(dataset.cardinality())
+    progbar = keras.utils.Progbar(steps if steps >= 0 else None, verbose=verbose,
+                                  unit_name="batch")
+
+    @tf.function(reduce_retracing=True)
+    def predict_step(features):
+        return model(features, training=False)
+
+    batches = []
+    for element in dataset:
+        features = element if isinstance(element, dict) else element[0]
+        outputs = {name: np.asarray(value) for name, value in predict_step(features).items()}
+        for name in sequence_outputs:
+            value = outputs[name]
+            widths = [(0, 0)] * value.ndim
+            widths[1] = (0, max_seq_length - value.shape[1])
+            outputs[name] = np.pad(value, widths)
+        batches.append(outputs)
+        progbar.add(1)
+    if not batches:
+        raise ValueError("predict: the dataset has no batches")
+    return {name: np.concatenate([batch[name] for batch in batches]) for name in batches[0]}

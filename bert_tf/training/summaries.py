@@ -1,0 +1,79 @@
+"""TensorBoard scalars without the `tensorboard` package: `write_scalars` and the Keras
+callback `ScalarSummaries`.
+
+`tf.summary.scalar` needs the `tensorboard` package just to *write* a scalar; writing the
+scalar plugin's metadata ourselves keeps TensorBoard a viewer-only dependency.
+
+Example:
+    >>> writer = tf.summary.create_file_writer("/tmp/run/eval")
+    >>> write_scalars(writer, step=1000, scalars={"accuracy": 0.91})
+    >>> model.fit(dataset, callbacks=[ScalarSummaries("/tmp/run", every_n_steps=50)])
+"""
+
+import os
+
+import keras
+import tensorflow as tf
+from tensorflow.core.framework import summary_pb2
+
+_SCALAR_METADATA = summary_pb2.SummaryMetadata(
+    plugin_data=summary_pb2.SummaryMetadata.PluginData(plugin_name="scalars"),
+    data_class=summary_pb2.DATA_CLASS_SCALAR)
+
+
+def write_scalars(writer, step, scalars):
+    """Writes `{name: float}` as TensorBoard scalars at `step`."""
+    with writer.as_default(step=step):
+        for name, value in scalars.items():
+            tf.summary.write(name, tf.constant(value, tf.float32), metadata=_SCALAR_METADATA)
+
+
+class ScalarSummaries(keras.callbacks.Callback):
+    """Writes the training logs (loss, metrics) and the learning rate to `log_dir/train` every
+    `every_n_steps` optimizer steps, and the validation logs of `fit` to `log_dir/eval`.
+
+    The step is the optimizer's iteration count, so a resumed run continues the same curves.
+    """
+
+    def __init__(self, log_dir, every_n_steps=50):
+        super().__init__()
+        self.log_dir = log_dir
+        self.every_n_steps = every_n_steps
+        self._writers = {}
+        self._last_logs = None
+
+    def _writer(self, name):
+        if name not in self._writers:
+            self._writers[name] = tf.summary.create_file_writer(os.path.join(self.log_dir, name))
+        return self._writers[name]
+
+    def _step(self):
+        return int(keras.ops.convert_to_numpy(self.model.optimizer.iterations))
+
+    def _learning_rate(self):
+        rate = self.model.optimizer.learning_rate
+        return float(keras.ops.convert_to_numpy(rate))
+
+    def _write_train_logs(self, logs):
+        scalars = {name: float(value) for name, value in logs.items()}
+        scalars["learning_rate"] = self._learning_rate()
+        write_scalars(self._writer("train"), self._step(), scalars)
+
+    def on_train_batch_end(self, batch, logs=None):
+        self._last_logs = logs
+        if logs and self._step() % self.every_n_steps == 0:
+            self._write_train_logs(logs)
+
+    def on_epoch_end(self, epoch, logs=None):
+        validation = {name[len("val_"):]: float(value) for name, value in (logs or {}).items()
+                      if name.startswith("val_")}
+        if validation:
+            write_scalars(self._writer("eval"), self._step(), validation)
+
+    def on_train_end(self, logs=None):
+        # The last step too, so that short runs and the end of every run are on the curves.
+        if self._last_logs and self._step() % self.every_n_steps:
+            self._write_train_logs(self._last_logs)
+        for writer in self._writers.values():
+            writer.close()
+        self._writers = {}

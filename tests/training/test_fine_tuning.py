@@ -1,0 +1,112 @@
+"""FineTuner: BERT's fine-tuning optimizer, checkpoints, exact resume, padded prediction."""
+
+import os
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from bert_tf import BertClassifier, BertTokenClassifier
+from bert_tf.data.dynamic_padding import bucketed_batches, padded_batches
+from bert_tf.export import load_task_model
+from bert_tf.training.fine_tuning import FineTuner, fine_tuning_optimizer, predict_padded
+from tests.models.head_fixtures import TINY, tiny_encoder
+
+SEQ = TINY.max_position_embeddings
+
+
+def _examples(n=48, seed=0):
+    """A learnable toy task: the label is whether word id 5 occurs in the sequence."""
+    rng = np.random.default_rng(seed)
+    lengths = rng.integers(3, SEQ + 1, size=n)
+    mask = (np.arange(SEQ) < lengths[:, None]).astype(np.int32)
+    ids = rng.integers(6, TINY.vocab_size, size=(n, SEQ)) * mask
+    labels = np.arange(n) % 2
+    ids[labels == 1, 1] = 5
+    features = {"input_word_ids": ids.astype(np.int32), "input_mask": mask,
+                "input_type_ids": np.zeros_like(mask)}
+    return tf.data.Dataset.from_tensor_slices((features, {"logits": labels}))
+
+
+def _dataset_fn(batch_size=8):
+    def batches(start_step):
+        examples = _examples().shuffle(48, seed=3, reshuffle_each_iteration=True).repeat()
+        return bucketed_batches(examples, batch_size, SEQ, pad_to_multiple_of=4).skip(start_step)
+    return batches
+
+
+def _tuner(output_dir, steps=12, **kwargs):
+    classifier = BertClassifier(tiny_encoder(seed=1), num_classes=2)
+    return FineTuner(classifier, output_dir, num_train_steps=steps, learning_rate=1e-3,
+                     loss={"logits": keras.losses.SparseCategoricalCrossentropy(from_logits=True)},
+                     steps_per_checkpoint=5, **kwargs)
+
+
+def test_optimizer_follows_bert_recipe():
+    classifier = BertClassifier(tiny_encoder(), num_classes=2)
+    optimizer = fine_tuning_optimizer(classifier, 1e-2, num_train_steps=100,
+                                      warmup_proportion=0.1, weight_decay_rate=0.5)
+    optimizer.iterations.assign(5)
+    assert float(optimizer.learning_rate) == pytest.approx(5e-3)       # warming up
+    optimizer.iterations.assign(100)
+    assert float(optimizer.learning_rate) == pytest.approx(0.0)        # decayed to zero
+    # With zero gradients only weight decay moves a variable: kernels and embeddings decay,
+    # LayerNorm parameters and biases do not.
+    optimizer.iterations.assign(50)
+    variables = classifier.trainable_variables
+    before = [keras.ops.convert_to_numpy(v) for v in variables]
+    optimizer.apply([tf.zeros_like(v) for v in variables], variables)
+    moved = {v.path for v, old in zip(variables, before) 
+             if not np.array_equal(keras.ops.convert_to_numpy(v), old)}
+    assert any(p.endswith("kernel") for p in moved)
+    assert not any("layer_norm" in p or p.endswith("bias") for p in moved)
+    assert {v.path for v in variables if v.path.endswith("kernel")} <= moved
+
+
+def test_trains_checkpoints_and_exports(tmp_path):
+    tuner = _tuner(str(tmp_path))
+    before = tuner.model.encoder.get_weights()[0].copy()
+    tuner.train(_dataset_fn(), verbose=0)
+    assert tuner.step == 12
+    assert not np.allclose(before, tuner.model.encoder.get_weights()[0])
+    assert tf.train.latest_checkpoint(str(tmp_path)).endswith("ckpt-12")
+    # What export_savedmodel.py reads: the whole task model under `model`.
+    TINY.to_json_file(os.path.join(tmp_path, "bert_config.json"))
+    restored = load_task_model("classifier", str(tmp_path))
+    inputs = next(iter(padded_batches(_examples(), 8, SEQ)))[0]
+    np.testing.assert_allclose(restored(inputs)["logits"], tuner.model(inputs)["logits"],
+                               atol=1e-6)
+    assert os.listdir(os.path.join(tmp_path, "train"))  # TensorBoard events
+
+
+def test_resume_continues_at_the_exact_step(tmp_path):
+    straight = _tuner(str(tmp_path / "straight"))
+    straight.train(_dataset_fn(), verbose=0)
+
+    interrupted = _tuner(str(tmp_path / "resumed"), steps=12)
+    interrupted.num_train_steps = 7          # stops mid-period: checkpoint at 7
+    interrupted.train(_dataset_fn(), verbose=0)
+    assert interrupted.step == 7
+    resumed = _tuner(str(tmp_path / "resumed"))  # a fresh process would build this
+    resumed.train(_dataset_fn(), verbose=0)
+    assert resumed.step == 12
+    for a, b in zip(straight.model.get_weights(), resumed.model.get_weights()):
+        np.testing.assert_allclose(a, b, atol=2e-5)
+    assert resumed.train(_dataset_fn(), verbose=0) is None  # nothing left to do
+
+
+def test_predict_pads_sequence_outputs_back(tmp_path):
+    tagger = BertTokenClassifier(tiny_encoder(), num_classes=3)
+    examples = _examples().map(lambda features, labels: features)
+    outputs = predict_padded(tagger, padded_batches(examples, 8, SEQ, pad_to_multiple_of=4),
+                             SEQ, sequence_outputs=("logits",), verbose=0)
+    assert outputs["logits"].shape == (48, SEQ, 3)
+    full = tagger(next(iter(examples.batch(48))))["logits"].numpy()
+    mask = next(iter(examples.batch(48)))["input_mask"].numpy().astype(bool)
+    np.testing.assert_allclose(outputs["logits"][mask], full[mask], atol=1e-5)
+
+
+def test_rejects_bad_settings(tmp_path):
+    with pytest.raises(ValueError, match="num_train_steps"):
+        _tuner(str(tmp_path), steps=0)

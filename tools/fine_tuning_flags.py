@@ -1,0 +1,174 @@
+"""The flags and setup every fine-tuning tool shares (run_classifier, run_squad, run_ner,
+run_multiple_choice): Google's `run_classifier.py` / `run_squad.py` flag names, plus mixed
+precision, XLA and a seed.
+
+A tool imports this module before `app.run` (its flags are then defined), validates with
+`check_flags()`, builds its encoder with `encoder_from_flags()` and its `FineTuner` with
+`fine_tuner_from_flags(...)`, and writes results with `write_results(...)`.
+
+Example (inside a tool):
+    import fine_tuning_flags as common
+    def main(argv):
+        common.check_flags()
+        encoder = common.encoder_from_flags()
+        vocab_file = common.vocab_file_from_flags()
+"""
+
+import json
+import logging
+import math
+import os
+
+from absl import app, flags
+
+MIXED_PRECISION_POLICIES = {"float32": None, "bfloat16": "mixed_bfloat16",
+                            "float16": "mixed_float16"}
+
+flags.DEFINE_string("bert_config_file", None, "The encoder's bert_config.json; defaults to the "
+                    "one beside --init_checkpoint.")
+flags.DEFINE_string("vocab_file", None, "vocab.txt; defaults to the one beside "
+                    "--init_checkpoint.")
+flags.DEFINE_string("init_checkpoint", None, "Pre-trained weights: a Google TF1 checkpoint, a "
+                    "Hugging Face directory / model.safetensors, or this package's checkpoint. "
+                    "Without it the encoder starts from random weights (--bert_config_file).")
+flags.DEFINE_string("output_dir", None, "Checkpoints, TensorBoard logs, metrics and predictions; "
+                    "training resumes from its latest checkpoint.")
+flags.DEFINE_bool("do_lower_case", True, "Lower-case and strip accents (uncased models).")
+flags.DEFINE_integer("max_seq_length", 128, "Longest packed input, in word pieces; batches are "
+                     "padded only to their longest example.")
+flags.DEFINE_bool("do_train", False, "Fine-tune on the training data.")
+flags.DEFINE_bool("do_eval", False, "Evaluate on the dev data (writes eval_results.json).")
+flags.DEFINE_bool("do_predict", False, "Predict the test data (writes predictions).")
+flags.DEFINE_integer("train_batch_size", 32, "Examples per training step.")
+flags.DEFINE_integer("eval_batch_size", 64, "Examples per evaluation batch.")
+flags.DEFINE_integer("predict_batch_size", 64, "Examples per prediction batch.")
+flags.DEFINE_float("learning_rate", 5e-5, "Peak learning rate of AdamW.")
+flags.DEFINE_float("num_train_epochs", 3.0, "Passes over the training data (may be fractional).")
+flags.DEFINE_float("warmup_proportion", 0.1, "Share of the steps with a linear warmup.")
+flags.DEFINE_integer("save_checkpoints_steps", 1000, "Checkpoint every this many steps.")
+flags.DEFINE_enum("mixed_precision", "float32", list(MIXED_PRECISION_POLICIES),
+                  "Compute dtype of the encoder (bfloat16 is faster on CPUs with AMX/AVX512-BF16 "
+                  "and on TPUs; float32 keeps the reference numerics).")
+flags.DEFINE_bool("jit_compile", False, "Compile the train step with XLA (one compilation per "
+                  "padded length).")
+flags.DEFINE_integer("seed", 12345, "Seed of the head's initial weights, dropout and shuffling.")
+FLAGS = flags.FLAGS
+
+logger = logging.getLogger("bert_tf.tools")
+
+
+def check_flags(tool, data_flags):
+    """Raises `app.UsageError` listing every missing or invalid common flag.
+
+    `data_flags` maps each of "train", "eval", "predict" to the flag(s) that tool needs for it,
+    e.g. `{"train": ["data_dir"], ...}`."""
+    problems = []
+    if not (FLAGS.do_train or FLAGS.do_eval or FLAGS.do_predict):
+        problems.append("nothing to do: give --do_train, --do_eval and/or --do_predict")
+    if not FLAGS.output_dir:
+        problems.append("--output_dir is required")
+    if not (FLAGS.init_checkpoint or FLAGS.bert_config_file):
+        problems.append("--init_checkpoint (pre-trained weights) or at least --bert_config_file "
+                        "is required")
+    if not (FLAGS.vocab_file or FLAGS.init_checkpoint):
+        problems.append("--vocab_file is required without --init_checkpoint")
+    for name in ("max_seq_length", "train_batch_size", "eval_batch_size", "predict_batch_size",
+                 "save_checkpoints_steps"):
+        if FLAGS[name].value < 1:
+            problems.append(f"--{name} must be positive, got {FLAGS[name].value}")
+    if FLAGS.do_train and not FLAGS.num_train_epochs > 0:
+        problems.append(f"--num_train_epochs must be positive, got {FLAGS.num_train_epochs}")
+    if not FLAGS.learning_rate > 0:
+        problems.append(f"--learning_rate must be positive, got {FLAGS.learning_rate}")
+    if not 0 <= FLAGS.warmup_proportion <= 1:
+        problems.append(f"--warmup_proportion must be in [0, 1], got {FLAGS.warmup_proportion}")
+    for mode, names in data_flags.items():
+        if FLAGS[f"do_{mode}"].value:
+            problems += [f"--do_{mode} needs --{name}" for name in names if not FLAGS[name].value]
+    if problems:
+        raise app.UsageError(f"{tool}: " + "; ".join(problems))
+
+
+def vocab_file_from_flags():
+    """--vocab_file, or the vocab.txt beside --init_checkpoint."""
+    if FLAGS.vocab_file:
+        if not os.path.isfile(FLAGS.vocab_file):
+            raise app.UsageError(f"--vocab_file {FLAGS.vocab_file} does not exist")
+        return FLAGS.vocab_file
+    from bert_tf.export.pretrained_models import vocab_beside_checkpoint
+    return vocab_beside_checkpoint(FLAGS.init_checkpoint)
+
+
+def encoder_from_flags():
+    """The `BertEncoder` to fine-tune, in the --mixed_precision policy: restored from
+    --init_checkpoint when given, else freshly initialised from --bert_config_file."""
+    import keras
+
+    from bert_tf.checkpoints import load_encoder
+    from bert_tf.config import BertConfig
+    from bert_tf.models.bert_encoder import BertEncoder
+
+    keras.utils.set_random_seed(FLAGS.seed)
+    dtype = MIXED_PRECISION_POLICIES[FLAGS.mixed_precision]
+    if FLAGS.init_checkpoint:
+        return load_encoder(FLAGS.init_checkpoint, FLAGS.bert_config_file, dtype=dtype)
+    logger.warning("No --init_checkpoint: fine-tuning an encoder with random weights")
+    return BertEncoder(BertConfig.from_json_file(FLAGS.bert_config_file), dtype=dtype)
+
+
+def prepare_output_dir(encoder, vocab_file):
+    """Creates --output_dir with `bert_config.json` and `vocab.txt`, so that the checkpoints
+    written there are complete for `export_savedmodel.py` and as an --init_checkpoint."""
+    import shutil
+
+    os.makedirs(FLAGS.output_dir, exist_ok=True)
+    encoder.config.to_json_file(os.path.join(FLAGS.output_dir, "bert_config.json"))
+    target = os.path.join(FLAGS.output_dir, "vocab.txt")
+    if os.path.abspath(vocab_file) != os.path.abspath(target):
+        shutil.copyfile(vocab_file, target)
+
+
+def num_train_steps(num_examples):
+    """Optimizer steps for --num_train_epochs over `num_examples` at --train_batch_size."""
+    return max(1, math.ceil(num_examples * FLAGS.num_train_epochs / FLAGS.train_batch_size))
+
+
+def fine_tuner_from_flags(model, num_examples, **compile_arguments):
+    """A `FineTuner` for `model` with the flags' optimizer, schedule and checkpointing;
+    `compile_arguments` are its `loss`, `metrics`, `loss_weights`."""
+    from bert_tf.training.fine_tuning import FineTuner
+
+    steps = num_train_steps(num_examples)
+    logger.info("%d training examples, %s epochs at batch %d: %d steps", num_examples,
+                FLAGS.num_train_epochs, FLAGS.train_batch_size, steps)
+    return FineTuner(model, FLAGS.output_dir, num_train_steps=steps,
+                     learning_rate=FLAGS.learning_rate,
+                     warmup_proportion=FLAGS.warmup_proportion,
+                     steps_per_checkpoint=FLAGS.save_checkpoints_steps,
+                     jit_compile=FLAGS.jit_compile, **compile_arguments)
+
+
+def restore_for_inference(tuner):
+    """Without --do_train, evaluation and prediction use --output_dir's latest checkpoint;
+    raises `app.UsageError` when there is none."""
+    if not tuner.restore_latest():
+        raise app.UsageError(f"--do_eval/--do_predict without --do_train needs a fine-tuned "
+                             f"checkpoint in --output_dir {FLAGS.output_dir}; it has none")
+
+
+def write_results(name, results, step):
+    """Writes `results` ({metric: number}) to --output_dir/`name` as JSON (with the step) and
+    as TensorBoard scalars under --output_dir/eval; returns the JSON path."""
+    import tensorflow as tf
+
+    from bert_tf.training.summaries import write_scalars
+
+    path = os.path.join(FLAGS.output_dir, name)
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump({"global_step": step, **results}, f, indent=2, sort_keys=True)
+        f.write("\n")
+    writer = tf.summary.create_file_writer(os.path.join(FLAGS.output_dir, "eval"))
+    write_scalars(writer, step, {key: value for key, value in results.items()
+                                 if isinstance(value, (int, float))})
+    writer.close()
+    return path
