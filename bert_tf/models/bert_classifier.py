@@ -36,20 +36,11 @@ class BertClassifier(BertTaskModel):
     def __init__(self, encoder, num_classes, dropout_rate=None, initializer=None,
                  preprocessor=None, **kwargs):
         super().__init__(encoder, preprocessor, **kwargs)
-        if not isinstance(num_classes, int) or num_classes < 1:
-            raise ValueError(f"BertClassifier: num_classes must be a positive integer, "
-                             f"got {num_classes!r}")
-        self.num_classes = num_classes
-        self.dropout = self.head_dropout(dropout_rate)
-        self.classifier = self.head_dense(num_classes, initializer, name="classifier")
+        self.add_classification_head(num_classes, dropout_rate, initializer)
 
     def call(self, inputs, training=None):
         pooled = self.encoder(self.encoder_inputs(inputs), training=training)["pooled_output"]
         return {"logits": self.classifier(self.dropout(pooled, training=training))}
 
     def get_config(self):
-        config = super().get_config()
-        config.update(num_classes=self.num_classes, dropout_rate=self.dropout.rate,
-                      initializer=keras.initializers.serialize(
-                          self.classifier.kernel_initializer))
-        return config
+        return {**super().get_config(), **self.classification_head_config()}

@@ -17,9 +17,9 @@ class BertTaskModel(keras.Model):
     calling it with anything else (e.g. `tf.constant(["a text"])`) goes through the preprocessor
     first. Both are nested in the model's config, so `.keras` files restore them.
 
-    Subclasses build their head layers in `__init__` (`head_dense` does), where every shape is
-    known from `encoder.config`: the model is then complete without a sample call, and `.keras`
-    loading finds all its variables.
+    Subclasses build their head layers in `__init__` (`head_dense` and `add_classification_head`
+    do), where every shape is known from `encoder.config`: the model is then complete without a
+    sample call, and `.keras` loading finds all its variables.
 
     Example:
         >>> class Pooled(BertTaskModel):
@@ -66,6 +66,24 @@ class BertTaskModel(keras.Model):
                                    dtype="float32", name=name)
         dense.build((None, self.encoder.config.hidden_size))
         return dense
+
+    def add_classification_head(self, num_classes, dropout_rate, initializer):
+        """Dropout and a dense layer of `num_classes` outputs, as `self.dropout` and
+        `self.classifier`, the head of `BertClassifier` (pooled output) and
+        `BertTokenClassifier` (every token). The attribute names are the checkpoints' variable
+        names (`model/classifier/kernel`...), which `load_task_model` reads the number of
+        classes from."""
+        if not isinstance(num_classes, int) or num_classes < 1:
+            raise ValueError(f"{type(self).__name__}: num_classes must be a positive integer, "
+                             f"got {num_classes!r}")
+        self.num_classes = num_classes
+        self.dropout = self.head_dropout(dropout_rate)
+        self.classifier = self.head_dense(num_classes, initializer, name="classifier")
+
+    def classification_head_config(self):
+        """The `add_classification_head` arguments, for `get_config`."""
+        return {"num_classes": self.num_classes, "dropout_rate": self.dropout.rate,
+                "initializer": keras.initializers.serialize(self.classifier.kernel_initializer)}
 
     def encoder_inputs(self, inputs, rank=2):
         """The encoder's input dict: `inputs` itself, or the preprocessor's output for raw text.
