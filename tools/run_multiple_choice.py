@@ -1,0 +1,150 @@
+"""Fine-tunes BERT for multiple choice on SWAG-format CSV data, evaluates accuracy, and picks
+answers for new examples.
+
+Data: --data_dir with --train_file (train.csv), --eval_file (val.csv) and --predict_file
+(test.csv), SWAG's columns `video-id,fold-ind,startphrase,sent1,sent2,gold-source,ending0..3,
+label` (`label` not needed for prediction; any number >= 2 of `ending<i>` columns). As in the
+paper, each choice is packed as the pair `[CLS] sent1 [SEP] sent2 ending_i [SEP]`,
+`BertMultipleChoice` scores each with a vector on its `[CLS]` output, and a softmax over the
+choices is trained with cross-entropy. Pairs longer than --max_seq_length are truncated
+(round robin); their number is logged and written to eval_results.json.
+
+Writes to --output_dir: checkpoints (resumable), TensorBoard logs, `eval_results.json`
+(accuracy, loss), `eval_predictions.csv` and `test_predictions.csv` (the example's `fold-ind`
+or line, the chosen ending and each choice's probability).
+
+Example:
+    python tools/run_multiple_choice.py --init_checkpoint=$MINILM --data_dir=swag \
+        --output_dir=/tmp/swag --do_train --do_eval --num_train_epochs=3 --learning_rate=2e-5
+"""
+
+import csv
+import logging
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from absl import app, flags  # noqa: E402
+
+import fine_tuning_flags as common  # noqa: E402
+
+flags.DEFINE_string("data_dir", None, "Directory of the SWAG CSV files.")
+flags.DEFINE_string("train_file", "train.csv", "Training file, in --data_dir (or a path).")
+flags.DEFINE_string("eval_file", "val.csv", "Evaluation file (with labels), in --data_dir.")
+flags.DEFINE_string("predict_file", "test.csv", "File to answer, in --data_dir.")
+FLAGS = flags.FLAGS
+
+logger = logging.getLogger("bert_tf.tools")
+
+
+def _data_path(name):
+    return os.path.join(FLAGS.data_dir, FLAGS[name].value)
+
+
+def _read(name, require_labels, tokenizer):
+    from bert_tf.data.swag import read_swag
+
+    path = _data_path(name)
+    examples = read_swag(path, require_labels)
+    truncated = examples.truncated_choices(tokenizer, FLAGS.max_seq_length)
+    logger.info("%s: %d examples of %d choices; %d of the %d (context, choice) pairs truncated "
+                "to %d pieces", path, len(examples), examples.num_choices, truncated,
+                len(examples) * examples.num_choices, FLAGS.max_seq_length)
+    return path, examples, truncated
+
+
+def _write_predictions(path, examples, probabilities):
+    with open(path, "w", encoding="utf-8", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["id", "line", "prediction"]
+                        + [f"probability{i}" for i in range(examples.num_choices)])
+        for example_id, line, row in zip(examples.ids, examples.lines, probabilities,
+                                         strict=True):
+            writer.writerow([example_id, line, int(row.argmax())] + [f"{p:.6f}" for p in row])
+
+
+def run(vocab_file):
+    import keras
+    import numpy as np
+    import tensorflow as tf
+
+    from bert_tf.data.dynamic_padding import bucketed_batches, padded_batches
+    from bert_tf.models.bert_multiple_choice import BertMultipleChoice
+    from bert_tf.text.bert_preprocessor import BertPreprocessor
+
+    preprocessor = BertPreprocessor(vocab_file, FLAGS.do_lower_case, FLAGS.max_seq_length)
+    tokenizer = preprocessor.tokenizer
+    train = _read("train_file", True, tokenizer)[1] if FLAGS.do_train else None
+    evaluation = _read("eval_file", True, tokenizer) if FLAGS.do_eval else None
+    prediction = _read("predict_file", False, tokenizer) if FLAGS.do_predict else None
+
+    encoder = common.encoder_from_flags()
+    common.prepare_output_dir(encoder, vocab_file)
+    model = BertMultipleChoice(encoder)
+    loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    tuner = common.fine_tuner_from_flags(
+        model, len(train) if train else 1, loss={"logits": loss},
+        metrics={"logits": [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]})
+    if FLAGS.do_train:
+        def dataset_fn(start_step):
+            return bucketed_batches(train.dataset(preprocessor, shuffle_seed=FLAGS.seed),
+                                    FLAGS.train_batch_size, FLAGS.max_seq_length).skip(start_step)
+
+        tuner.train(dataset_fn)
+    else:
+        common.restore_for_inference(tuner)
+
+    def probabilities(examples, batch_size):
+        batches = padded_batches(examples.dataset(preprocessor), batch_size, FLAGS.max_seq_length)
+        return tf.nn.softmax(tuner.predict(batches, FLAGS.max_seq_length)["logits"]).numpy()
+
+    if FLAGS.do_eval:
+        path, examples, truncated = evaluation
+        scores = probabilities(examples, FLAGS.eval_batch_size)
+        labels = np.array(examples.labels)
+        results = {
+            "accuracy": float((scores.argmax(-1) == labels).mean()),
+            "loss": float(-np.log(np.maximum(scores[np.arange(len(labels)), labels],
+                                             np.finfo(np.float32).tiny)).mean()),
+            "data": {"file": path, "examples": len(examples),
+                     "num_choices": examples.num_choices, "truncated_pairs": truncated}}
+        _write_predictions(os.path.join(FLAGS.output_dir, "eval_predictions.csv"), examples,
+                           scores)
+        json_path = common.write_results("eval_results.json", results, tuner.step)
+        logger.info("Accuracy %.4f over %d examples -> %s", results["accuracy"], len(examples),
+                    json_path)
+        print(f"eval accuracy = {results['accuracy']:.4f}")
+
+    if FLAGS.do_predict:
+        _, examples, _ = prediction
+        output = os.path.join(FLAGS.output_dir, "test_predictions.csv")
+        _write_predictions(output, examples, probabilities(examples, FLAGS.predict_batch_size))
+        print(f"Wrote predictions for {len(examples)} examples to {output}")
+
+
+def main(argv):
+    if len(argv) > 1:
+        raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
+    common.check_flags("run_multiple_choice",
+                       {mode: ["data_dir"] for mode in ("train", "eval", "predict")})
+    for mode, name in (("train", "train_file"), ("eval", "eval_file"),
+                       ("predict", "predict_file")):
+        if FLAGS[f"do_{mode}"].value and not os.path.isfile(_data_path(name)):
+            raise app.UsageError(f"--do_{mode}: {_data_path(name)} (--data_dir/--{name}) does "
+                                 f"not exist")
+    logging.getLogger("bert_tf").setLevel(logging.INFO)
+    from bert_tf.data.swag import SwagFormatError
+
+    vocab_file = common.vocab_file_from_flags()
+    try:
+        run(vocab_file)
+    except SwagFormatError as error:
+        print(f"run_multiple_choice: {error}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    app.run(main)
