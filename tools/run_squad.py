@@ -117,20 +117,28 @@ def _training_batches(features):
 
 def _predict_answers(tuner, examples, features):
     """{question id: decode_answer(...) result} for every example."""
+    import numpy as np
     import tensorflow as tf
 
     from bert_tf.data.dynamic_padding import padded_batches
     from bert_tf.metrics.squad_postprocess import decode_answer
 
     batch_size = FLAGS.predict_batch_size if FLAGS.do_predict else FLAGS.eval_batch_size
-    batches = padded_batches(tf.data.Dataset.from_tensor_slices(features.inputs), batch_size,
-                             FLAGS.max_seq_length)
+    # Features sorted by length, so that each batch is padded to little more than its own
+    # examples (in file order, every batch would be padded to its longest window).
+    order = np.argsort(features.inputs["input_mask"].sum(axis=1), kind="stable")
+    batches = padded_batches(
+        tf.data.Dataset.from_tensor_slices({k: v[order] for k, v in features.inputs.items()}),
+        batch_size, FLAGS.max_seq_length)
     logits = tuner.predict(batches, FLAGS.max_seq_length,
                            sequence_outputs=("start_logits", "end_logits"))
+    sorted_row = np.empty_like(order)
+    sorted_row[order] = np.arange(len(order))
     windows = [[] for _ in examples]
     for row, example_index in enumerate(features.example_index):
         windows[example_index].append({
-            "start_logits": logits["start_logits"][row], "end_logits": logits["end_logits"][row],
+            "start_logits": logits["start_logits"][sorted_row[row]],
+            "end_logits": logits["end_logits"][sorted_row[row]],
             "token_offsets": features.token_offsets[row],
             "token_is_max_context": features.token_is_max_context[row]})
     # Offsets are UTF-8 bytes of the context.
