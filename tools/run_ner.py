@@ -60,6 +60,7 @@ def _labels(train_sentences, train_path):
             raise conll.ConllFormatError(
                 f"{train_path} has the tags {labels}, but {path} (from an earlier run in "
                 f"--output_dir) has {conll.read_label_list(path)}; use a new --output_dir")
+        os.makedirs(FLAGS.output_dir, exist_ok=True)
         conll.write_label_list(path, labels)
         return labels
     if not os.path.exists(path):
@@ -100,26 +101,34 @@ def run(tokenizer_vocab):
     from bert_tf.text.bert_tokenizer import BertTokenizer
 
     tokenizer = BertTokenizer(tokenizer_vocab, FLAGS.do_lower_case)
+    # Every file is read and checked before the (long) training.
     train_path = _data_path("train_file")
     train_sentences = (conll.read_conll(train_path, FLAGS.conll_encoding) if FLAGS.do_train
                        else None)
-    encoder = common.encoder_from_flags()
-    common.prepare_output_dir(encoder, tokenizer_vocab)
     labels = _labels(train_sentences, train_path)
     logger.info("%d labels: %s", len(labels), " ".join(labels))
+    data = {}
+    for mode, name, tagged in (("train", "train_file", True), ("eval", "eval_file", True),
+                               ("predict", "predict_file", False)):
+        if FLAGS[f"do_{mode}"].value:
+            path = _data_path(name)
+            sentences = (train_sentences if mode == "train"
+                         else conll.read_conll(path, FLAGS.conll_encoding))
+            tags = conll.tag_ids(sentences, labels, path) if tagged else None
+            data[mode] = (path, sentences, _windows(sentences, tokenizer, tags,
+                                                    f"{mode} data {path}"))
 
-    train_windows = None
-    if FLAGS.do_train:
-        train_windows = _windows(train_sentences, tokenizer,
-                                 conll.tag_ids(train_sentences, labels, train_path),
-                                 f"Training data {train_path}")
+    encoder = common.encoder_from_flags()
+    common.prepare_output_dir(encoder, tokenizer_vocab)
     model = BertTokenClassifier(encoder, num_classes=len(labels))
     # The loss is the mean over first word pieces only: -1 marks every other position.
     loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True,
                                                       ignore_class=IGNORED_LABEL)
-    tuner = common.fine_tuner_from_flags(model, len(train_windows) if train_windows else 1,
+    tuner = common.fine_tuner_from_flags(model, len(data["train"][2]) if FLAGS.do_train else 1,
                                          loss={"logits": loss})
     if FLAGS.do_train:
+        train_windows = data["train"][2]
+
         def dataset_fn(start_step):
             examples = train_windows.dataset().shuffle(
                 len(train_windows), seed=FLAGS.seed, reshuffle_each_iteration=True).repeat()
@@ -131,10 +140,7 @@ def run(tokenizer_vocab):
         common.restore_for_inference(tuner)
 
     if FLAGS.do_eval:
-        path = _data_path("eval_file")
-        sentences = conll.read_conll(path, FLAGS.conll_encoding)
-        windows = _windows(sentences, tokenizer, conll.tag_ids(sentences, labels, path),
-                           f"Evaluation data {path}")
+        path, sentences, windows = data["eval"]
         predicted = _predict_tags(tuner, windows, labels)
         results = entity_scores([s.tags for s in sentences], predicted)
         results["data"] = {"file": path, "words": sum(len(s.rows) for s in sentences),
@@ -148,9 +154,7 @@ def run(tokenizer_vocab):
               f"recall {results['recall']:.4f})")
 
     if FLAGS.do_predict:
-        path = _data_path("predict_file")
-        sentences = conll.read_conll(path, FLAGS.conll_encoding)
-        windows = _windows(sentences, tokenizer, description=f"Prediction data {path}")
+        _, sentences, windows = data["predict"]
         output = os.path.join(FLAGS.output_dir, "test_predictions.txt")
         conll.write_conll_predictions(output, sentences, _predict_tags(tuner, windows, labels))
         print(f"Wrote predictions for {len(sentences)} sentences to {output}")

@@ -4,7 +4,6 @@ predictions file and with an eval-only rerun, the exported `ner` SavedModel agre
 tool, bad input fails naming file:line; and a short real run from MiniLM on CoNLL-2003."""
 
 import json
-import os
 import random
 
 import numpy as np
@@ -171,24 +170,22 @@ def test_bad_input_names_file_and_line(data, trained, tmp_path):
 
 
 def test_real_conll2003_from_minilm(tmp_path):
-    """~50 training sentences of CoNLL-2003 from the real MiniLM weights: the loss falls and
-    entities start to be found."""
-    valid = shared_data_path("conll2003/valid.txt")
+    """~50 training sentences of CoNLL-2003 from the real MiniLM weights (bfloat16, ~1 minute):
+    the loss falls and entities start to be found (an untrained head finds ~none)."""
     model_dir = minilm_dir()
-    with open(shared_data_path("conll2003/train.txt"), encoding="utf-8") as f:
-        train_text = f.read()
-    with open(valid, encoding="utf-8") as f:
-        valid_text = f.read()
-    (tmp_path / "train.txt").write_text("\n\n".join(train_text.split("\n\n")[:60]) + "\n")
-    (tmp_path / "valid.txt").write_text("\n\n".join(valid_text.split("\n\n")[:60]) + "\n")
+    for name in ("train.txt", "valid.txt"):
+        with open(shared_data_path(f"conll2003/{name}"), encoding="utf-8") as f:
+            blocks = f.read().split("\n\n")  # the first is the -DOCSTART- line
+        (tmp_path / name).write_text("\n\n".join(blocks[:51]) + "\n")
     output_dir = tmp_path / "out"
     result = run_tool("run_ner.py", f"--init_checkpoint={model_dir}", f"--data_dir={tmp_path}",
                       f"--output_dir={output_dir}", "--do_train", "--do_eval",
-                      "--num_train_epochs=4", "--train_batch_size=8", "--learning_rate=1e-4",
-                      "--max_seq_length=128", "--save_checkpoints_steps=10")
+                      "--num_train_epochs=10", "--train_batch_size=8", "--learning_rate=2e-4",
+                      "--mixed_precision=bfloat16")
     assert result.returncode == 0, result.stderr[-3000:]
     results = json.loads((output_dir / "eval_results.json").read_text())
+    assert results["data"]["sentences"] == len(read_conll(str(tmp_path / "valid.txt")))
     # The mean training loss (TensorBoard), far below ln(9) = 2.2 of a uniform guess.
     losses = [value for _, value in read_scalars(str(output_dir / "train"))["loss"]]
     assert losses[-1] < 1.0, losses
-    assert results["f1"] > 0.3, results
+    assert results["f1"] > 0.1, results
