@@ -160,9 +160,14 @@ def _write_predictions(answers):
     _write_json("predictions.json", {qid: answer["text"] for qid, answer in answers.items()})
     _write_json("nbest_predictions.json", {qid: answer["nbest"] for qid, answer in answers.items()})
     if FLAGS.version_2_with_negative:
-        _write_json("null_odds.json", {qid: answer["null_score_diff"]
-                                       for qid, answer in answers.items()})
+        _write_json("null_odds.json", _null_odds(answers))
     logger.info("Wrote predictions for %d questions to %s", len(answers), FLAGS.output_dir)
+
+
+def _null_odds(answers):
+    """v2.0: {question id: null score - best span score}. +inf (no valid span) is not JSON;
+    any big number ranks the same."""
+    return {qid: min(answer["null_score_diff"], 1e30) for qid, answer in answers.items()}
 
 
 def _evaluate(articles, answers):
@@ -170,9 +175,7 @@ def _evaluate(articles, answers):
 
     predictions = {qid: answer["text"] for qid, answer in answers.items()}
     if FLAGS.version_2_with_negative:
-        # +inf (no valid span) is not JSON; any big number ranks the same.
-        null_odds = {qid: min(answer["null_score_diff"], 1e30) for qid, answer in answers.items()}
-        return evaluate_squad_v2(articles, predictions, null_odds)
+        return evaluate_squad_v2(articles, predictions, _null_odds(answers))
     return evaluate_squad_v1(articles, predictions)
 
 

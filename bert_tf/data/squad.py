@@ -17,8 +17,9 @@ Three steps, as in Google's `run_squad.py`:
   character `answer_start` is converted to UTF-8 bytes) and predicted spans map back to the
   context's own text. A training label is the answer's token span in the window, or `[CLS]`
   (position 0) when the window does not hold the whole answer or the question has none (v2.0).
-  An answer that starts or ends inside a word piece (e.g. "1990" in "1990s" when "1990s" is one
-  piece) has no exact token span: it is skipped and counted instead of trained on a wider one.
+  An answer that starts or ends inside a word piece (e.g. a dev answer "8" cut out of "20–18",
+  where "18" is one piece) has no exact token span: it is skipped and counted instead of
+  trained on a wider one.
 
 Example:
     >>> articles = read_squad_file("dev-v1.1.json", article_slice("0:38"))
@@ -26,8 +27,8 @@ Example:
     >>> examples = squad_examples(articles, "dev-v1.1.json", is_training=True, skipped=skipped)
     >>> features = squad_features(examples, BertTokenizer("vocab.txt", True), 384, 128, 64,
     ...                           is_training=True, skipped=skipped)
-    >>> features.inputs["input_word_ids"].shape, features.start_positions[:3]
-    ((8679, 384), array([ 47,   0, 101]))
+    >>> len(examples), features.inputs["input_word_ids"].shape, skipped.total
+    (8582, (8811, 384), 30)
 """
 
 import collections
