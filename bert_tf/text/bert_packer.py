@@ -1,7 +1,6 @@
 """`BertPacker`: tokenized segments to the encoder's `input_word_ids/input_mask/input_type_ids`."""
 
 import tensorflow as tf
-import tensorflow_text as tf_text
 
 TRUNCATION_STRATEGIES = ("round_robin", "waterfall")
 
@@ -61,16 +60,46 @@ class BertPacker:
             with tf.control_dependencies([tf.debugging.assert_greater_equal(
                     seq_length, num_special, message=message)]):
                 budget = seq_length - num_special
-        trimmer_class = (tf_text.RoundRobinTrimmer if self.truncation == "round_robin"
-                         else tf_text.WaterfallTrimmer)
-        trimmed = trimmer_class(budget).trim(segments)
-        word_ids, type_ids = tf_text.combine_segments(
-            trimmed, start_of_sequence_id=self.start_id, end_of_segment_id=self.end_id)
-        word_ids, mask = tf_text.pad_model_inputs(word_ids, seq_length, self.pad_id)
-        type_ids, _ = tf_text.pad_model_inputs(type_ids, seq_length, 0)
-        return {"input_word_ids": tf.cast(word_ids, tf.int32),
-                "input_mask": tf.cast(mask, tf.int32),
-                "input_type_ids": tf.cast(type_ids, tf.int32)}
+        # Packing works on the flat piece ids and the row lengths of the segments; the only
+        # [batch, seq_length] ops make the three outputs. (tf.text's trimmer, combine_segments
+        # and pad_model_inputs concatenate ragged tensors and pad twice: on short texts that
+        # cost about three times as much as the whole WordPiece tokenization.)
+        lengths = [segment.row_lengths() for segment in segments]
+        kept = (_round_robin_lengths if self.truncation == "round_robin"
+                else _waterfall_lengths)(lengths, tf.cast(budget, tf.int64))
+        # All ids in one vector: the segments' pieces, then [CLS] and [SEP].
+        values = tf.concat([segment.values for segment in segments]
+                           + [[self.start_id, self.end_id]], axis=0)
+        value_offsets = tf.cumsum([tf.size(segment.values, tf.int64) for segment in segments],
+                                  exclusive=True)
+        cls_index = tf.size(values, tf.int64) - 2
+        # A packed row is a run of chunks: [CLS], the kept pieces of segment 0, [SEP], those of
+        # segment 1, [SEP], ... Each chunk is a range of `values`; ragged.range lists the
+        # indices of all chunks of all rows in order in one op.
+        one = tf.ones_like(kept[0])
+        chunk_starts, chunk_lengths = [one * cls_index], [one]
+        for segment, value_offset, length in zip(segments, tf.unstack(value_offsets), kept):
+            chunk_starts += [segment.row_starts() + value_offset, one * (cls_index + 1)]
+            chunk_lengths += [length, one]
+        chunk_starts = tf.reshape(tf.stack(chunk_starts, axis=1), [-1])
+        chunk_lengths = tf.stack(chunk_lengths, axis=1)
+        packed_indices = tf.ragged.range(chunk_starts, chunk_starts
+                                         + tf.reshape(chunk_lengths, [-1])).values
+        packed_lengths = tf.reduce_sum(chunk_lengths, axis=1)
+        # A static seq_length gives outputs of static shape [None, seq_length].
+        shape = ([None, seq_length] if isinstance(seq_length, int)
+                 else tf.stack([-1, tf.cast(seq_length, tf.int64)]))
+        word_ids = tf.RaggedTensor.from_row_lengths(
+            tf.gather(values, packed_indices), packed_lengths, validate=False).to_tensor(
+                self.pad_id, shape=shape)
+        mask = tf.sequence_mask(packed_lengths, seq_length, dtype=tf.int32)
+        # input_type_ids is i from the start of segment i to the end of the packed row.
+        type_ids = tf.zeros_like(mask)
+        segment_start = 1 + kept[0] + 1
+        for length in kept[1:]:
+            type_ids += mask - tf.sequence_mask(segment_start, seq_length, dtype=tf.int32)
+            segment_start += length + 1
+        return {"input_word_ids": word_ids, "input_mask": mask, "input_type_ids": type_ids}
 
     @staticmethod
     def _as_pieces(segment, index):
@@ -81,4 +110,47 @@ class BertPacker:
         if segment.shape.rank != 2 or not segment.dtype.is_integer:
             raise ValueError(f"Segment {index} must be int ids of shape [batch, words, pieces] "
                              f"or [batch, pieces], got {segment.dtype.name} {segment.shape}.")
-        return tf.cast(segment, tf.int32)
+        return tf.cast(segment, tf.int32).with_row_splits_dtype(tf.int64)
+
+
+def _round_robin_lengths(lengths, budget):
+    """How many pieces of each segment round-robin truncation keeps: the budget is handed out
+    one piece per segment in turn (segment order), skipping segments that ran out.
+
+    In closed form: every segment keeps min(length, level), where `level` is the largest number
+    of rounds that fit the budget completely, and the budget left after those rounds gives one
+    more piece to each of the first segments (in order) that still have pieces.
+    """
+    if len(lengths) == 1:
+        return [tf.minimum(lengths[0], budget)]
+    lengths_by_row = tf.stack(lengths, axis=1)                 # [batch, segments]
+    num_segments = len(lengths)
+    # Pieces used if every segment keeps min(length, level), at level = each segment's length,
+    # in increasing order of length: non-decreasing along the row.
+    ascending = tf.sort(lengths_by_row, axis=1)
+    shorter_total = tf.cumsum(ascending, axis=1, exclusive=True)
+    longer_count = tf.range(num_segments, 0, -1, dtype=tf.int64)
+    used = shorter_total + longer_count * ascending
+    # The first of them that exceeds the budget says which segments are shorter than the level.
+    num_fitting = tf.reduce_sum(tf.cast(used <= budget, tf.int64), axis=1)
+    at = tf.minimum(num_fitting, num_segments - 1)
+    level = tf.where(
+        num_fitting == num_segments, ascending[:, -1],
+        (budget - tf.gather(shorter_total, at, batch_dims=1))
+        // tf.gather(longer_count, at))[:, tf.newaxis]
+    kept = tf.minimum(lengths_by_row, level)
+    left_over = budget - tf.reduce_sum(kept, axis=1, keepdims=True)
+    has_more = lengths_by_row > level
+    turn = tf.cumsum(tf.cast(has_more, tf.int64), axis=1, exclusive=True)
+    kept += tf.cast(has_more & (turn < left_over), tf.int64)
+    return tf.unstack(kept, num=num_segments, axis=1)
+
+
+def _waterfall_lengths(lengths, budget):
+    """How many pieces of each segment waterfall truncation keeps: the first segment takes what
+    it needs of the budget, the next one takes what is left, and so on."""
+    kept, left = [], budget
+    for length in lengths:
+        kept.append(tf.minimum(length, left))
+        left -= kept[-1]
+    return kept

@@ -3,6 +3,7 @@ import random
 import numpy as np
 import pytest
 import tensorflow as tf
+import tensorflow_text as tf_text
 
 from bert_tf.text.bert_packer import BertPacker
 
@@ -72,3 +73,34 @@ def test_bad_configurations_are_named():
         BertPacker(8, CLS, SEP)([tf.ragged.constant([[1]]), tf.constant([["a"]])])
     with pytest.raises(tf.errors.InvalidArgumentError, match="cannot hold 1 segment"):
         BertPacker(8, CLS, SEP)([tf.ragged.constant([[1]])], seq_length=tf.constant(1))
+
+
+def tf_text_packed(segments, seq_length, truncation):
+    """The same packing composed of tf.text's trimmers, combine_segments and pad_model_inputs."""
+    trimmer = (tf_text.RoundRobinTrimmer if truncation == "round_robin"
+               else tf_text.WaterfallTrimmer)(seq_length - len(segments) - 1)
+    word_ids, type_ids = tf_text.combine_segments(trimmer.trim(segments), CLS, SEP)
+    word_ids, mask = tf_text.pad_model_inputs(word_ids, seq_length)
+    type_ids, _ = tf_text.pad_model_inputs(type_ids, seq_length)
+    return {"input_word_ids": word_ids, "input_mask": mask, "input_type_ids": type_ids}
+
+
+@pytest.mark.parametrize("truncation", ["round_robin", "waterfall"])
+def test_random_segments_pack_like_tf_text(truncation):
+    # Lengths around the budget (and empty rows) for 1 to 4 segments: the closed-form trimming
+    # and the flat packing agree with tf.text's iterative ops on every row.
+    rng = np.random.default_rng(7)
+    for num_segments in (1, 2, 3, 4):
+        segments = []
+        for index in range(num_segments):
+            lengths = rng.integers(0, 50, 300) * (rng.random(300) < 0.9)
+            segments.append(tf.RaggedTensor.from_row_lengths(
+                tf.constant(rng.integers(1000 * (index + 1), 1000 * (index + 2), lengths.sum()),
+                            tf.int32), lengths))
+        for seq_length in (num_segments + 1, num_segments + 2, 16, 37, 64, 200):
+            packed = BertPacker(seq_length, CLS, SEP, truncation=truncation)(segments)
+            expected = tf_text_packed(segments, seq_length, truncation)
+            for key, value in expected.items():
+                np.testing.assert_array_equal(
+                    packed[key], value, f"{key}, {num_segments} segments, seq {seq_length}")
+                assert packed[key].dtype == tf.int32 and packed[key].shape[1] == seq_length
