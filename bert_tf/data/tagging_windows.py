@@ -84,19 +84,20 @@ class TaggingWindows:
             sentence_pieces = pieces[position:position + len(sentence)]
             position += len(sentence)
             sentence_tags = tags[index] if tags is not None else [IGNORED_LABEL] * len(sentence)
-            window, num_windows = [], 1
-            for word_pieces_, tag in zip(sentence_pieces, sentence_tags, strict=True):
-                if not word_pieces_:
+            window, window_length, num_windows = [], 0, 1
+            for word, tag in zip(sentence_pieces, sentence_tags, strict=True):
+                if not word:
                     windows.empty_words += 1
-                    word_pieces_ = [tokenizer.unknown_id]
-                if len(word_pieces_) > budget:
+                    word = [tokenizer.unknown_id]
+                if len(word) > budget:
                     windows.truncated_words += 1
-                    word_pieces_ = word_pieces_[:budget]
-                if window and sum(len(p) for p, _ in window) + len(word_pieces_) > budget:
+                    word = word[:budget]
+                if window and window_length + len(word) > budget:
                     rows.append(window)
                     sentence_index.append(index)
-                    window, num_windows = [], num_windows + 1
-                window.append((word_pieces_, tag))
+                    window, window_length, num_windows = [], 0, num_windows + 1
+                window.append((word, tag))
+                window_length += len(word)
             rows.append(window)
             sentence_index.append(index)
             windows.split_sentences += num_windows > 1
@@ -106,10 +107,10 @@ class TaggingWindows:
         labels = np.full([len(rows), max_seq_length], IGNORED_LABEL, np.int32)
         for row_index, window in enumerate(rows):
             tokens, positions = [cls_id], []
-            for word_pieces_, tag in window:
+            for word, tag in window:
                 positions.append(len(tokens))
                 labels[row_index, len(tokens)] = tag
-                tokens += word_pieces_
+                tokens += word
             tokens.append(sep_id)
             ids[row_index, :len(tokens)] = tokens
             mask[row_index, :len(tokens)] = 1
