@@ -74,7 +74,7 @@ class BertTokenizer(tf.Module):
     @tf.autograph.experimental.do_not_convert
     def tokenize(self, texts):
         """Word-piece ids of `texts [batch]`: int32 `RaggedTensor [batch, words, word pieces]`."""
-        ids, _, _ = self._tokenize(texts, with_offsets=False)
+        ids, = self._tokenize(texts, with_offsets=False, by_word=True)
         return ids
 
     @tf.autograph.experimental.do_not_convert
@@ -85,7 +85,15 @@ class BertTokenizer(tf.Module):
         `text[start:end]` (the characters that produced it, including accents that lower-casing
         removed). This is what SQuAD answer spans and NER labels are mapped with.
         """
-        return self._tokenize(texts, with_offsets=True)
+        return self._tokenize(texts, with_offsets=True, by_word=True)
+
+    @tf.autograph.experimental.do_not_convert
+    def _tokenize_to_pieces(self, texts):
+        """The ids of `tokenize(texts).merge_dims(1, 2)`, int32 `RaggedTensor [batch, pieces]`,
+        without building the word level: packing (`BertPreprocessor`, the preprocessing
+        SavedModel) needs only the pieces of each text."""
+        ids, = self._tokenize(texts, with_offsets=False, by_word=False)
+        return ids
 
     @tf.autograph.experimental.do_not_convert
     def detokenize(self, ids):
@@ -106,42 +114,56 @@ class BertTokenizer(tf.Module):
         text = tf.strings.reduce_join(tf.gather(self._vocab_strings, ids), axis=-1, separator=" ")
         return tf.strings.regex_replace(text, " " + SUFFIX_INDICATOR, "")
 
-    def _tokenize(self, texts, with_offsets):
+    def _tokenize(self, texts, with_offsets, by_word):
+        """A tuple of ids (and, `with_offsets`, starts and ends), `[batch, words, pieces]` if
+        `by_word` else `[batch, pieces]`."""
         texts = tf.convert_to_tensor(texts)
         if texts.dtype != tf.string or texts.shape.rank != 1:
             raise ValueError(f"BertTokenizer takes a 1-D string tensor of texts, got "
                              f"{texts.dtype.name} with shape {texts.shape}.")
         is_ascii = tf.strings.regex_full_match(texts, _PLAIN_ASCII_TEXT)
-        ascii_index = tf.where(is_ascii)[:, 0]
-        other_index = tf.where(~is_ascii)[:, 0]
-        ascii_results = self._tokenize_ascii(tf.gather(texts, ascii_index), with_offsets)
-        other_results = self._tokenize_general(tf.gather(texts, other_index), with_offsets)
-        # Put the texts back in their order.
-        order = tf.math.invert_permutation(tf.concat([ascii_index, other_index], axis=0))
-        return tuple(None if a is None else tf.gather(tf.concat([a, b], axis=0), order)
-                     for a, b in zip(ascii_results, other_results))
 
-    def _tokenize_ascii(self, texts, with_offsets):
+        def plain_ascii():
+            return self._tokenize_ascii(texts, with_offsets, by_word)
+
+        def mixed():
+            ascii_index = tf.where(is_ascii)[:, 0]
+            other_index = tf.where(~is_ascii)[:, 0]
+            ascii_results = self._tokenize_ascii(tf.gather(texts, ascii_index), with_offsets,
+                                                 by_word)
+            other_results = self._tokenize_general(tf.gather(texts, other_index), with_offsets,
+                                                   by_word)
+            # Put the texts back in their order.
+            order = tf.math.invert_permutation(tf.concat([ascii_index, other_index], axis=0))
+            return tuple(tf.gather(tf.concat([a, b], axis=0), order)
+                         for a, b in zip(ascii_results, other_results))
+
+        # Most batches of real text are all plain ASCII: they skip the table path and the
+        # reordering (in a graph, only the branch taken runs).
+        return tf.cond(tf.reduce_all(is_ascii), plain_ascii, mixed)
+
+    def _tokenize_ascii(self, texts, with_offsets, by_word):
         if self.lower_case:
             texts = tf.strings.lower(texts)  # ASCII only: byte offsets stay valid
-        pieces, starts, ends = self._ascii_wordpiece.tokenize_with_offsets(texts)
+        if with_offsets:
+            pieces, starts, ends = self._ascii_wordpiece.tokenize_with_offsets(texts)
+            results = (pieces, starts.with_values(tf.cast(starts.values, tf.int64)),
+                       ends.with_values(tf.cast(ends.values, tf.int64)))
+        else:
+            results = (self._ascii_wordpiece.tokenize(texts),)
+        if not by_word:
+            return results
+        pieces = results[0]
         starts_word = ~tf.gather(self._is_continuation, pieces.values)
         word_splits = tf.concat([tf.where(starts_word)[:, 0], [tf.size(pieces.values, tf.int64)]],
                                 axis=0)
         # Words per text: count word starts before each text's first piece.
         text_splits = tf.searchsorted(word_splits, pieces.row_splits, side="left",
                                       out_type=tf.int64)
+        return tuple(tf.RaggedTensor.from_nested_row_splits(
+            result.values, [text_splits, word_splits], validate=False) for result in results)
 
-        def nest(values):
-            return tf.RaggedTensor.from_nested_row_splits(values, [text_splits, word_splits],
-                                                          validate=False)
-
-        if not with_offsets:
-            return nest(pieces.values), None, None
-        return (nest(pieces.values), nest(tf.cast(starts.values, tf.int64)),
-                nest(tf.cast(ends.values, tf.int64)))
-
-    def _tokenize_general(self, texts, with_offsets):
+    def _tokenize_general(self, texts, with_offsets, by_word):
         if with_offsets:
             words, char_starts, char_ends = (
                 self.basic_tokenizer.split_to_codepoints_with_offsets(texts))
@@ -163,13 +185,17 @@ class BertTokenizer(tf.Module):
                                                           pieces.row_lengths()))], axis=0)
         ids = tf.where(piece_too_long, self.unknown_id, pieces.values)
 
+        if not by_word:
+            # The pieces of a text are those of its words.
+            piece_splits = tf.gather(piece_splits, words.row_splits)
+
         def nest(values):
-            return words.with_values(
-                tf.RaggedTensor.from_row_splits(tf.gather(values, keep), piece_splits,
-                                                validate=False))
+            split = tf.RaggedTensor.from_row_splits(tf.gather(values, keep), piece_splits,
+                                                    validate=False)
+            return words.with_values(split) if by_word else split
 
         if not with_offsets:
-            return nest(ids), None, None
+            return (nest(ids),)
         # Pieces are located in the normalised word; map their byte positions back to the input
         # through the output character they start (end) in.
         char_lengths = _utf8_length(word_chars.values)
