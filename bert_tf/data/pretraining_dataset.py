@@ -11,6 +11,9 @@ max_predictions_per_seq]`, float32 `masked_lm_weights`, int32 `next_sentence_lab
 Every shape is static (`drop_remainder`), which TPUs and XLA need, and all string work
 (reading, parsing) happens here, in the host's input pipeline, never in the replicated step.
 
+Files may be GZIP-compressed (`create_pretraining_data.py --gzip`), each on its own: a file is
+read as GZIP when its name ends in `.gz` or it starts with the GZIP magic bytes.
+
 Example:
     >>> files = expand_input_files("data/part-*.tfrecord,extra/*.tfrecord")
     >>> max_seq_length, max_predictions = record_lengths(files[0])
@@ -44,6 +47,10 @@ _FLOAT_FEATURES = ("masked_lm_weights",)
 # a larger buffer mixes better across the interleaved files at a few MB of host memory.
 _SHUFFLE_BUFFER_RECORDS = 1000
 _MAX_PARALLEL_FILES = 8
+# RFC 1952: ID1 ID2 and CM=8 (deflate), the only method GZIP defines. A plain TFRecord file
+# starts with its first record's length as a little-endian uint64: it would have to be
+# exactly 0x...088b1f bytes long (over 500 kB) to look like this.
+_GZIP_MAGIC = b"\x1f\x8b\x08"
 
 
 class InputFileError(ValueError):
@@ -81,11 +88,36 @@ def expand_input_files(patterns, flag="--input_file"):
     return sorted(files)
 
 
+def compression_type(path):
+    """"GZIP" for a GZIP-compressed TFRecord file (named `*.gz` or starting with GZIP's magic
+    bytes), else "" (`tf.data.TFRecordDataset`'s `compression_type`)."""
+    if path.endswith(".gz"):
+        return "GZIP"
+    try:
+        with tf.io.gfile.GFile(path, "rb") as f:
+            start = f.read(len(_GZIP_MAGIC))
+    except (OSError, tf.errors.OpError) as e:
+        raise InputFileError(f"{path}: cannot read the TFRecord file ({e})") from e
+    return "GZIP" if start == _GZIP_MAGIC else ""
+
+
+def read_records(path):
+    """The serialized records of one TFRecord file, compressed or not."""
+    return tf.data.TFRecordDataset(path, compression_type(path))
+
+
+def _read_records_of_files(files):
+    """The records of `files`, one after the other, each file with its own compression."""
+    return tf.data.Dataset.from_tensor_slices(
+        (files, [compression_type(path) for path in files])).flat_map(
+            tf.data.TFRecordDataset)
+
+
 def record_lengths(path):
     """`(max_seq_length, max_predictions_per_seq)` read from the first record of `path`,
     after checking that it has every feature of the contract with the right type."""
     try:
-        first = next(iter(tf.data.TFRecordDataset(path).take(1)), None)
+        first = next(iter(read_records(path).take(1)), None)
     except tf.errors.OpError as e:
         raise InputFileError(f"{path}: not a readable TFRecord file ({e.message})") from e
     if first is None:
@@ -151,7 +183,9 @@ def training_dataset(files, global_batch_size, max_seq_length, max_predictions_p
     if shard_files:
         files = files[pipeline_id::num_pipelines]
     # As Google's run_pretraining.py: shuffle the files, read several at once, shuffle records.
-    filenames = tf.data.Dataset.from_tensor_slices(files).shuffle(len(files), seed=seed).repeat()
+    filenames = tf.data.Dataset.from_tensor_slices(
+        (files, [compression_type(path) for path in files])).shuffle(
+            len(files), seed=seed).repeat()
     records = filenames.interleave(
         tf.data.TFRecordDataset, cycle_length=min(len(files), _MAX_PARALLEL_FILES),
         num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
@@ -175,7 +209,7 @@ def count_records(files, limit=None):
         remaining = None if limit is None else limit - total
         if remaining is not None and remaining <= 0:
             break
-        records = tf.data.TFRecordDataset(path)
+        records = read_records(path)
         if remaining is not None:
             records = records.take(remaining)
         try:
@@ -210,7 +244,7 @@ def evaluation_dataset(files, global_batch_size, max_seq_length, max_predictions
     num_pipelines = input_context.num_input_pipelines if input_context else 1
     pipeline_id = input_context.input_pipeline_id if input_context else 0
     padding = -num_records % global_batch_size
-    records = tf.data.TFRecordDataset(files).take(num_records).concatenate(
+    records = _read_records_of_files(files).take(num_records).concatenate(
         tf.data.Dataset.from_tensors(_padding_record(max_seq_length, max_predictions_per_seq))
         .repeat(padding))
     records = records.shard(num_pipelines, pipeline_id)
@@ -224,7 +258,7 @@ def evaluation_dataset(files, global_batch_size, max_seq_length, max_predictions
 def find_unreadable_file(files, max_seq_length, max_predictions_per_seq):
     """`(path, message)` of the first file that cannot be read and parsed, else None."""
     for path in files:
-        batches = tf.data.TFRecordDataset(path).batch(1024).map(
+        batches = read_records(path).batch(1024).map(
             lambda s: _parse_batch(s, max_seq_length, max_predictions_per_seq))
         try:
             for _ in batches:

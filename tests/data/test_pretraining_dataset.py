@@ -5,8 +5,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_tf.data.pretraining_dataset import (InputFileError, count_records, evaluation_dataset,
-                                              expand_input_files, naming_bad_input_files,
+from bert_tf.data.pretraining_dataset import (InputFileError, compression_type, count_records,
+                                              evaluation_dataset, expand_input_files,
+                                              find_unreadable_file, naming_bad_input_files,
                                               record_lengths, training_dataset)
 from tests.data.pretraining_records import serialize_instance, write_pretraining_records
 
@@ -206,3 +207,31 @@ def test_errors_not_caused_by_a_file_propagate_unchanged(records):
     with pytest.raises(tf.errors.InvalidArgumentError, match="not about files"):
         with naming_bad_input_files(sorted(records), SEQ, PREDICTIONS):
             tf.debugging.assert_equal(1, 2, message="not about files")
+
+
+def test_gzip_files_are_read_by_name_or_by_magic_bytes(records, tmp_path):
+    """`create_pretraining_data.py --gzip` keeps the --output_file name: a compressed file is
+    recognised by its `.gz` suffix or its first bytes, file by file, in every reader."""
+    plain = sorted(records)[0]
+    instances = records[plain]
+    options = tf.io.TFRecordOptions(compression_type="GZIP")
+    compressed = {"named": str(tmp_path / "a.tfrecord.gz"), "unnamed": str(tmp_path / "a.tfrecord")}
+    for path in compressed.values():
+        with tf.io.TFRecordWriter(path, options) as writer:
+            for instance in instances:
+                writer.write(serialize_instance(instance))
+        assert open(path, "rb").read(2) == b"\x1f\x8b"
+    files = [compressed["unnamed"], plain, compressed["named"]]   # mixed, one after the other
+    assert [compression_type(path) for path in files] == ["GZIP", "", "GZIP"]
+    assert record_lengths(compressed["unnamed"]) == (SEQ, PREDICTIONS)
+    assert count_records(files) == 3 * len(instances)
+    evaluated = batches(evaluation_dataset(files, 5, SEQ, PREDICTIONS, 3 * len(instances)), 100)
+    np.testing.assert_array_equal(
+        np.concatenate([b["input_word_ids"] for b in evaluated]),
+        [instance["input_ids"] for instance in instances * 3])
+    trained = batches(training_dataset(files[:1], 5, SEQ, PREDICTIONS, seed=1), 40)
+    assert {tuple(ids) for b in trained for ids in b["input_word_ids"]} == {
+        tuple(instance["input_ids"]) for instance in instances}
+    with naming_bad_input_files(files, SEQ, PREDICTIONS):     # no file is reported bad
+        batches(training_dataset(files, 5, SEQ, PREDICTIONS), 20)
+    assert find_unreadable_file(files, SEQ, PREDICTIONS) is None
