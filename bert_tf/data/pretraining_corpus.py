@@ -82,7 +82,7 @@ def read_document_chunks(files, max_chunk_bytes, statistics):
     for path in files:
         statistics.files += 1
         document = []
-        for raw_line in _raw_lines(path):
+        for raw_line in raw_lines(path):
             statistics.lines += 1
             statistics.bytes += len(raw_line)
             try:
@@ -112,7 +112,9 @@ def input_bytes(files):
     return sum(tf.io.gfile.stat(path).length for path in files)
 
 
-def _raw_lines(path):
+def raw_lines(path):
+    """Yields the lines of `path` as bytes; a file that cannot be read is an `InputFileError`
+    naming it."""
     try:
         with tf.io.gfile.GFile(path, "rb") as reader:
             yield from reader

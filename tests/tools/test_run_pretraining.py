@@ -2,6 +2,7 @@
 create_pretraining_data.py writes them. XLA (the default) runs in the multi-worker test; the
 other runs use --nojit_compile, as an XLA compilation costs tens of seconds of CPU."""
 
+import dataclasses
 import json
 import os
 import signal
@@ -13,7 +14,13 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from bert_tf.config import BertConfig
+from bert_tf.text.bert_tokenizer import BertTokenizer
+from bert_tf.text.vocab import load_vocab
 from tests.data.pretraining_records import write_pretraining_records
+from tests.data.toy_corpus import CLS as CLS_ID
+from tests.data.toy_corpus import SEP as SEP_ID
+from tests.data.toy_corpus import VOCAB, numbered_documents, word_ids, write_corpus, write_vocab
 from tests.resources import REPO_ROOT
 from tests.training.test_distributed import free_port
 from tests.training.test_schedule import googles_learning_rate
@@ -173,11 +180,17 @@ def test_evaluation_names_a_truncated_file(data, reference, tmp_path):
     assert f"{truncated}: corrupt or truncated TFRecord file" in result.stderr
 
 
-def test_without_flags_it_lists_what_is_missing():
-    result = run_tool()
+def test_without_the_other_input_flags_it_lists_what_is_missing(data):
+    result = run_tool("--vocab_file=vocab.txt")  # an input flag: not the embedded default job
     assert result.returncode != 0
     for message in ("--bert_config_file (the model's bert_config.json) is required",
                     "--output_dir is required", "--input_file (comma-separated globs"):
+        assert message in result.stderr
+    result = run_tool(f"--bert_config_file={data['config']}", "--output_dir=/tmp/unused",
+                      f"--input_file={data['train']}", "--input_text_file=corpus.txt")
+    assert result.returncode != 0
+    for message in ("--input_file (records) and --input_text_file (raw text) exclude each other",
+                    "--input_text_file needs --vocab_file"):
         assert message in result.stderr
 
 
@@ -235,3 +248,90 @@ def test_two_workers_train_and_checkpoint_with_multi_worker_mirrored(data, tmp_p
     assert np.isfinite(list(metrics.values())).all() and metrics["examples"] == HELD_OUT
     results = open(os.path.join(output_dir, "eval_results.txt")).read()
     assert f"examples = {HELD_OUT}" in results
+
+
+def test_raw_text_trains_with_dynamic_masking_evaluates_gzip_records_and_exports(data, tmp_path):
+    vocab = write_vocab(tmp_path)
+    write_corpus(tmp_path / "corpus.txt", numbered_documents([5] * 10, 4))
+    config = tmp_path / "bert_config.json"
+    config.write_text(json.dumps({**CONFIG, "vocab_size": len(VOCAB)}))
+    # GZIP-compressed held-out records under a name that does not say so.
+    heldout = str(tmp_path / "heldout.records")
+    with tf.io.TFRecordWriter(heldout, tf.io.TFRecordOptions(compression_type="GZIP")) as writer:
+        for record in tf.data.TFRecordDataset(data["heldout"]):
+            writer.write(record.numpy())
+    output_dir = tmp_path / "out"
+    result = run_tool(
+        f"--bert_config_file={config}", f"--input_text_file={tmp_path}/corpus*.txt",
+        f"--vocab_file={vocab}", f"--output_dir={output_dir}", "--max_seq_length=16",
+        "--max_predictions_per_seq=3", "--train_batch_size=8", "--num_train_steps=12",
+        "--num_warmup_steps=2", "--learning_rate=1e-3", "--save_checkpoints_steps=6",
+        "--steps_per_execution=3", "--strategy=cpu", "--nojit_compile", "--do_eval",
+        f"--eval_input_file={heldout}", "--eval_batch_size=8", "--eval_every_checkpoint",
+        f"--export_dir={output_dir / 'export'}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "Training on 1 text file(s) on 1 replica(s)" in result.stderr
+    assert latest_step(output_dir) == 12
+    assert [step for step, _ in read_scalars(os.path.join(output_dir, "train"))["loss"]] == [
+        3, 6, 9, 12]
+    # Evaluated after each checkpoint, and not once more at the end.
+    curve = read_scalars(os.path.join(output_dir, "eval"))["masked_lm_accuracy"]
+    assert [step for step, _ in curve] == [6, 12]
+    results = open(os.path.join(output_dir, "eval_results.txt")).read()
+    assert "global_step = 12\n" in results and f"examples = {HELD_OUT}\n" in results
+
+    assert os.listdir(output_dir / "export") == ["12"]
+    encoder = tf.saved_model.load(str(output_dir / "export" / "12"))
+    assert open(encoder.vocab_file.asset_path.numpy(), encoding="utf-8").read().split() == VOCAB
+    ids = tf.constant([[CLS_ID] + word_ids("w3 w4 w5") + [SEP_ID]], tf.int32)
+    outputs = encoder.mlm({"input_word_ids": ids, "input_mask": tf.ones_like(ids),
+                           "input_type_ids": tf.zeros_like(ids),
+                           "masked_lm_positions": tf.constant([[1, 2]], tf.int32)})
+    assert outputs["mlm_logits"].shape == (1, 2, len(VOCAB))
+    assert outputs["pooled_output"].shape == (1, CONFIG["hidden_size"])
+
+
+def test_no_flags_runs_the_embedded_default_job_and_a_rerun_finds_it_done(tmp_path):
+    output_dir = tmp_path / "default"
+    # The default job at a smaller budget: what `python tools/run_pretraining.py` does.
+    budget = [f"--output_dir={output_dir}", "--embedded_corpus_mb=0.15",
+              "--embedded_vocab_size=600", "--num_train_steps=20", "--num_warmup_steps=2",
+              "--steps_per_execution=5", "--save_checkpoints_steps=10"]
+    result = run_tool(*budget)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "running the embedded default job" in result.stdout
+    prepared = output_dir / "data"
+    train_text = open(prepared / "corpus" / "train.txt", encoding="utf-8").read()
+    assert 0.1e6 < len(train_text.encode()) < 0.2e6 and "\n\n" in train_text
+    vocab = load_vocab(str(prepared / "vocab.txt"))
+    config = BertConfig.from_json_file(str(output_dir / "bert_config.json"))
+    assert config == dataclasses.replace(BertConfig.from_name("bert_tiny"),
+                                         vocab_size=len(vocab))
+    assert 200 < len(vocab) <= 600 * 1.05   # tf.text's learner aims at the size +- 5 %
+    assert latest_step(output_dir) == 20
+    losses = [loss for _, loss in read_scalars(os.path.join(output_dir, "train"))["loss"]]
+    assert len(losses) == 4 and losses[-1] < losses[0] - 0.5, losses   # it learns
+    results = dict(line.split(" = ") for line in
+                   open(output_dir / "eval_results.txt").read().splitlines())
+    assert results["global_step"] == "20" and int(results["examples"]) > 0
+
+    export = output_dir / "export" / "20"
+    encoder = tf.saved_model.load(str(export))
+    tokenizer = BertTokenizer(encoder.vocab_file.asset_path.numpy().decode(), lower_case=True)
+    ids = tokenizer.tokenize(tf.constant(["Return the value of the named attribute."]))
+    ids = tf.concat([[[vocab.index("[CLS]")]], ids.merge_dims(1, 2).to_tensor()], axis=1)
+    outputs = encoder({"input_word_ids": ids, "input_mask": tf.ones_like(ids),
+                       "input_type_ids": tf.zeros_like(ids)}, training=False)
+    assert outputs["pooled_output"].shape == (1, config.hidden_size)
+    for line in ("Embedded default pre-training: bert_tiny", f"training loss      "
+                 f"{losses[0]:.3f} at step 5 -> {losses[-1]:.3f} at step 20",
+                 f"masked_lm_accuracy {float(results['masked_lm_accuracy']):.3f}",
+                 f"encoder SavedModel {export} "):
+        assert line in result.stdout, result.stdout
+
+    rerun = run_tool(*budget)
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    assert "is already at step 20 of 20" in rerun.stderr
+    assert f"{export} exists already: not exported again" in rerun.stderr
+    assert f"encoder SavedModel {export} " in rerun.stdout
+    assert os.listdir(output_dir / "export") == ["20"] and latest_step(output_dir) == 20

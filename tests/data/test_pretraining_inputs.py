@@ -1,0 +1,69 @@
+"""A corpus to pre-training inputs (text, vocabulary, records, config), each step done once."""
+
+import json
+import os
+
+import pytest
+
+from bert_tf.config import BertConfig
+from bert_tf.data.pretraining_corpus import CorpusStatistics, read_document_chunks
+from bert_tf.data.pretraining_dataset import count_records, record_lengths
+from bert_tf.data.pretraining_inputs import prepare_pretraining_inputs
+from bert_tf.text.vocab import RESERVED_TOKENS, load_vocab
+
+WORDS = "the cat sat on a mat while dogs ran far away under blue skies".split()
+
+
+def documents(count):
+    """`count` documents of 3-4 sentences of varied words; document i's first sentence names i."""
+    return [[f"Document {i} starts here."] + [
+        " ".join(WORDS[(i + j + k) % len(WORDS)] for k in range(6)) + "."
+        for j in range(2 + i % 2)] for i in range(count)]
+
+
+def read_text(path):
+    return [d for chunk in read_document_chunks([path], 1 << 20, CorpusStatistics())
+            for d in chunk]
+
+
+def never_read():
+    raise AssertionError("the documents were read again")
+    yield
+
+
+def test_writes_every_input_once(tmp_path):
+    corpus = documents(40)
+    settings = dict(config_name="bert_tiny", vocab_size=120, max_seq_length=32,
+                    max_predictions_per_seq=5, dupe_factor=2, heldout_every=4,
+                    max_passage_sentences=3, num_workers=0)
+    inputs = prepare_pretraining_inputs(str(tmp_path), iter(corpus), **settings)
+    # Documents of 4 sentences are cut into passages of 3 + 1; every 4th passage held out.
+    cut = [p for d in corpus for p in (d[:3], d[3:]) if p]
+    assert read_text(inputs.train_text) == [p for i, p in enumerate(cut, 1) if i % 4]
+    assert read_text(inputs.heldout_text) == [p for i, p in enumerate(cut, 1) if i % 4 == 0]
+    vocab = load_vocab(inputs.vocab_file)
+    assert tuple(vocab[:len(RESERVED_TOKENS)]) == RESERVED_TOKENS
+    # Frequent words are tokens (uncased: "Document" is "document").
+    assert {"cat", "dogs", "document"} <= set(vocab) and len(vocab) <= 120
+    config = json.load(open(inputs.bert_config_file))
+    assert config == {**BertConfig.from_name("bert_tiny").to_dict(), "vocab_size": len(vocab)}
+    assert len(inputs.train_records) == 2
+    for path in inputs.train_records + inputs.heldout_records:
+        assert record_lengths(path) == (32, 5)
+    assert count_records(inputs.train_records) > count_records(inputs.heldout_records) > 0
+
+    written = {path: os.path.getmtime(path) for path in
+               [inputs.train_text, inputs.vocab_file, inputs.bert_config_file,
+                *inputs.train_records]}
+    again = prepare_pretraining_inputs(str(tmp_path), never_read(), **settings)
+    assert again == inputs
+    assert {path: os.path.getmtime(path) for path in written} == written
+    assert not [name for name in os.listdir(tmp_path) if "incomplete" in name]
+
+
+def test_too_small_a_corpus_to_hold_out_is_an_error(tmp_path):
+    with pytest.raises(ValueError, match="The corpus has 3 passages: too few to hold out one in "
+                                         "20"):
+        prepare_pretraining_inputs(str(tmp_path), documents(3), config_name="bert_tiny",
+                                   vocab_size=100)
+    assert not os.path.exists(tmp_path / "corpus")
