@@ -148,6 +148,7 @@ class FineTuner:
         return self.model.fit(dataset_fn(start_step), epochs=periods,
                               initial_epoch=start_step // self.steps_per_checkpoint,
                               steps_per_epoch=self.steps_per_checkpoint, callbacks=callbacks,
+                              shuffle=False,  # the dataset is shuffled (and resumable) already
                               verbose=verbose)
 
     def predict(self, dataset, max_seq_length, sequence_outputs=(), verbose=1):
