@@ -22,5 +22,6 @@ setup(
         "test": ["pytest", "tokenizers"],
         "hub": ["tensorflow-hub", "tf-keras==2.21.*"],
         "serving": ["tensorflow-serving-api==2.21.*", "grpcio"],
+        "bench": ["matplotlib"],
     },
 )
