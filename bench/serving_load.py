@@ -338,6 +338,7 @@ def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
     import tensorflow as tf
+    import tensorflow_text  # noqa: F401  (registers the WordPiece ops of real exports)
 
     with tempfile.TemporaryDirectory() as scratch:
         base_path = FLAGS.model_base_path
