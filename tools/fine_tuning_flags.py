@@ -148,6 +148,32 @@ def fine_tuner_from_flags(model, num_examples, **compile_arguments):
                      jit_compile=FLAGS.jit_compile, **compile_arguments)
 
 
+def data_path(flag_name):
+    """The file named by flag `flag_name`, inside --data_dir unless it is an absolute path."""
+    return os.path.join(FLAGS.data_dir, FLAGS[flag_name].value)
+
+
+def training_batches_fn(examples, num_examples, prepare=None, drop_remainder=False):
+    """The `dataset_fn` of `FineTuner.train`: `examples` (an unbatched dataset) shuffled anew
+    each pass with --seed, repeated, mapped through `prepare` (e.g. in-graph tokenization of
+    raw texts, cheaper to shuffle than packed ids), in length buckets of --train_batch_size,
+    from batch `start_step` on. The stream is the same in every run, so a resumed job sees the
+    batches an uninterrupted one would have seen."""
+    import tensorflow as tf
+
+    from bert_tf.data.dynamic_padding import bucketed_batches
+
+    def batches(start_step):
+        stream = examples.shuffle(num_examples, seed=FLAGS.seed,
+                                  reshuffle_each_iteration=True).repeat()
+        if prepare is not None:
+            stream = prepare(stream)
+        return (bucketed_batches(stream, FLAGS.train_batch_size, FLAGS.max_seq_length,
+                                 drop_remainder=drop_remainder)
+                .skip(start_step).prefetch(tf.data.AUTOTUNE))
+    return batches
+
+
 def restore_for_inference(tuner):
     """Without --do_train, evaluation and prediction use --output_dir's latest checkpoint;
     raises `app.UsageError` when there is none."""

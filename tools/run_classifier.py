@@ -84,22 +84,6 @@ def _packed(raw_examples, preprocessor):
             .unbatch())
 
 
-def _training_batches(examples, preprocessor, task):
-    """`dataset_fn` for `FineTuner.train`: the same seeded stream of length-bucketed batches in
-    every run, from batch `start_step` on."""
-    import tensorflow as tf
-
-    from bert_tf.data.dynamic_padding import bucketed_batches
-
-    def batches(start_step):
-        raw = (_raw_examples(examples, task, with_labels=True)
-               .shuffle(len(examples), seed=FLAGS.seed, reshuffle_each_iteration=True).repeat())
-        return (bucketed_batches(_packed(raw, preprocessor), FLAGS.train_batch_size,
-                                 FLAGS.max_seq_length)
-                .skip(start_step).prefetch(tf.data.AUTOTUNE))
-    return batches
-
-
 def _logits(tuner, examples, preprocessor, task, batch_size):
     """The model's logits for every example, in file order."""
     import tensorflow as tf
@@ -210,7 +194,9 @@ def main(argv):
     tuner = common.fine_tuner_from_flags(classifier, len(train) if train else 1,
                                          loss={"logits": loss}, metrics=metrics)
     if train:
-        tuner.train(_training_batches(train, preprocessor, task))
+        tuner.train(common.training_batches_fn(
+            _raw_examples(train, task, with_labels=True), len(train),
+            prepare=lambda raw: _packed(raw, preprocessor)))
     else:
         common.restore_for_inference(tuner)
 

@@ -39,14 +39,10 @@ FLAGS = flags.FLAGS
 logger = logging.getLogger("bert_tf.tools")
 
 
-def _data_path(name):
-    return os.path.join(FLAGS.data_dir, FLAGS[name].value)
-
-
 def _read(name, require_labels, tokenizer):
     from bert_tf.data.swag import read_swag
 
-    path = _data_path(name)
+    path = common.data_path(name)
     examples = read_swag(path, require_labels)
     truncated = examples.truncated_choices(tokenizer, FLAGS.max_seq_length)
     logger.info("%s: %d examples of %d choices; %d of the %d (context, choice) pairs truncated "
@@ -131,8 +127,8 @@ def main(argv):
                        {mode: ["data_dir"] for mode in ("train", "eval", "predict")})
     for mode, name in (("train", "train_file"), ("eval", "eval_file"),
                        ("predict", "predict_file")):
-        if FLAGS[f"do_{mode}"].value and not os.path.isfile(_data_path(name)):
-            raise app.UsageError(f"--do_{mode}: {_data_path(name)} (--data_dir/--{name}) does "
+        if FLAGS[f"do_{mode}"].value and not os.path.isfile(common.data_path(name)):
+            raise app.UsageError(f"--do_{mode}: {common.data_path(name)} (--data_dir/--{name}) does "
                                  f"not exist")
     logging.getLogger("bert_tf").setLevel(logging.INFO)
     from bert_tf.data.swag import SwagFormatError

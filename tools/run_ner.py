@@ -45,10 +45,6 @@ LABEL_LIST_FILE = "label_list.txt"
 logger = logging.getLogger("bert_tf.tools")
 
 
-def _data_path(name):
-    return os.path.join(FLAGS.data_dir, FLAGS[name].value)
-
-
 def _labels(train_sentences, train_path):
     """The label list: the training data's tags (saved to --output_dir), or the saved list."""
     from bert_tf.data import conll
@@ -94,7 +90,6 @@ def run(tokenizer_vocab):
     import keras
 
     from bert_tf.data import conll
-    from bert_tf.data.dynamic_padding import bucketed_batches
     from bert_tf.data.tagging_windows import IGNORED_LABEL
     from bert_tf.metrics.sequence_labeling import entity_scores
     from bert_tf.models.bert_token_classifier import BertTokenClassifier
@@ -102,7 +97,7 @@ def run(tokenizer_vocab):
 
     tokenizer = BertTokenizer(tokenizer_vocab, FLAGS.do_lower_case)
     # Every file is read and checked before the (long) training.
-    train_path = _data_path("train_file")
+    train_path = common.data_path("train_file")
     train_sentences = (conll.read_conll(train_path, FLAGS.conll_encoding) if FLAGS.do_train
                        else None)
     labels = _labels(train_sentences, train_path)
@@ -111,7 +106,7 @@ def run(tokenizer_vocab):
     for mode, name, tagged in (("train", "train_file", True), ("eval", "eval_file", True),
                                ("predict", "predict_file", False)):
         if FLAGS[f"do_{mode}"].value:
-            path = _data_path(name)
+            path = common.data_path(name)
             sentences = (train_sentences if mode == "train"
                          else conll.read_conll(path, FLAGS.conll_encoding))
             tags = conll.tag_ids(sentences, labels, path) if tagged else None
@@ -129,13 +124,7 @@ def run(tokenizer_vocab):
     if FLAGS.do_train:
         train_windows = data["train"][2]
 
-        def dataset_fn(start_step):
-            examples = train_windows.dataset().shuffle(
-                len(train_windows), seed=FLAGS.seed, reshuffle_each_iteration=True).repeat()
-            return bucketed_batches(examples, FLAGS.train_batch_size,
-                                    FLAGS.max_seq_length).skip(start_step)
-
-        tuner.train(dataset_fn)
+        tuner.train(common.training_batches_fn(train_windows.dataset(), len(train_windows)))
     else:
         common.restore_for_inference(tuner)
 
@@ -167,8 +156,8 @@ def main(argv):
     # Before hours of training, not after.
     for mode, name in (("train", "train_file"), ("eval", "eval_file"),
                        ("predict", "predict_file")):
-        if FLAGS[f"do_{mode}"].value and not os.path.isfile(_data_path(name)):
-            raise app.UsageError(f"--do_{mode}: {_data_path(name)} (--data_dir/--{name}) does "
+        if FLAGS[f"do_{mode}"].value and not os.path.isfile(common.data_path(name)):
+            raise app.UsageError(f"--do_{mode}: {common.data_path(name)} (--data_dir/--{name}) does "
                                  f"not exist")
     logging.getLogger("bert_tf").setLevel(logging.INFO)
     from bert_tf.data.conll import ConllFormatError

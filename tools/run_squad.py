@@ -99,22 +99,6 @@ def _read(path, articles, tokenizer, is_training):
     return selected, examples, features
 
 
-def _training_batches(features):
-    """`dataset_fn` for `FineTuner.train`: a seeded shuffle of all features, repeated, in
-    length buckets, from batch `start_step` on."""
-    import tensorflow as tf
-
-    from bert_tf.data.dynamic_padding import bucketed_batches
-
-    def batches(start_step):
-        examples = tf.data.Dataset.from_tensor_slices((features.inputs, features.labels()))
-        examples = examples.shuffle(len(features), seed=FLAGS.seed,
-                                    reshuffle_each_iteration=True).repeat()
-        return bucketed_batches(examples, FLAGS.train_batch_size, FLAGS.max_seq_length,
-                                drop_remainder=True).skip(start_step).prefetch(2)
-    return batches
-
-
 def _predict_answers(tuner, examples, features):
     """{question id: decode_answer(...) result} for every example."""
     import numpy as np
@@ -185,6 +169,7 @@ def main(argv):
     _check_squad_flags()
     logging.getLogger("bert_tf").setLevel(logging.INFO)
     import keras
+    import tensorflow as tf
 
     from bert_tf.data.squad import SquadFormatError
     from bert_tf.models.bert_span_labeler import BertSpanLabeler
@@ -215,7 +200,10 @@ def main(argv):
         loss={"start_logits": cross_entropy, "end_logits": cross_entropy},
         loss_weights={"start_logits": 0.5, "end_logits": 0.5})
     if train:
-        tuner.train(_training_batches(train[2]))
+        features = train[2]
+        tuner.train(common.training_batches_fn(
+            tf.data.Dataset.from_tensor_slices((features.inputs, features.labels())),
+            len(features), drop_remainder=True))
     else:
         common.restore_for_inference(tuner)
 
