@@ -11,8 +11,8 @@ import tensorflow as tf
 
 from bert_tf.export import export_task_model, load_task_model, write_version
 from tests.export.task_examples import EXPORT_OPTIONS, FEEDS, SEQ_LENGTH, new_task_model
-from tests.export.tiny_models import (run_tool, write_pretrained_checkpoint, write_task_checkpoint,
-                                      write_vocab)
+from tests.export.tiny_models import write_pretrained_checkpoint, write_task_checkpoint, write_vocab
+from tests.tools.tool_runs import run_tool
 
 
 @pytest.fixture(scope="session")

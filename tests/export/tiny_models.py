@@ -3,12 +3,9 @@
 Example:
     >>> vocab_file = write_vocab(tmp_path)
     >>> pretrainer = write_pretrained_checkpoint(tmp_path / "ckpt", vocab_file)
-    >>> result = run_tool("export_savedmodel.py", "--export_type=encoder", ...)
 """
 
 import os
-import subprocess
-import sys
 
 import keras
 import numpy as np
@@ -18,7 +15,6 @@ from bert_tf import BertConfig, BertEncoder
 from bert_tf.checkpoints import save_checkpoint
 from bert_tf.export import TASK_MODEL_KEY
 from bert_tf.models.bert_pretrainer import BertPretrainer
-from tests.resources import REPO_ROOT
 
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hello", "world", "un", "##aff", "##able",
          "what", "is", "the", "a", "good", "bad", "movie", "film", "##s", ",", "?", "!", "."]
@@ -67,10 +63,3 @@ def encoder_inputs(rows, seq_length):
         types[i, len(row) // 2:len(row)] = 1
     return {"input_word_ids": tf.constant(ids), "input_mask": tf.constant(np.sign(ids)),
             "input_type_ids": tf.constant(types)}
-
-
-def run_tool(tool, *flags, env=None):
-    """Runs `tools/<tool>` in a fresh process; returns the CompletedProcess (text output)."""
-    return subprocess.run([sys.executable, os.path.join(REPO_ROOT, "tools", tool), *flags],
-                          capture_output=True, text=True, timeout=900,
-                          env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", **(env or {})})

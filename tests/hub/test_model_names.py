@@ -13,8 +13,8 @@ from tensorflow_hub import registry
 from bert_tf.hub import HUB_DIR_ENV, hub_dir, install_model, register_resolver
 from bert_tf.hub.resolver import ModelNameResolver, ModelNotInstalledError
 from bert_tf.text.bert_preprocessor import BertPreprocessor
-from tests.export.tiny_models import (encoder_inputs, run_tool, write_pretrained_checkpoint,
-                                      write_vocab)
+from tests.export.tiny_models import encoder_inputs, write_pretrained_checkpoint, write_vocab
+from tests.tools.tool_runs import run_tool
 
 
 @pytest.fixture(scope="module")

@@ -1,23 +1,16 @@
 import os
-import subprocess
-import sys
 
 import pytest
 import tensorflow as tf
 
 from bert_tf.text.bert_tokenizer import BertTokenizer
 from bert_tf.text.vocab import RESERVED_TOKENS, load_vocab
+from tests.tools.tool_runs import run_tool
 
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-TOOL = os.path.join(REPO, "tools", "build_vocab.py")
+TOOL = "build_vocab.py"
 
 CORPUS = ("The quick brown fox jumps over the lazy dog. The dog sleeps; the fox runs!\n"
           "Jumping foxes and sleeping dogs: quickly, quicker, quickest.\n") * 40
-
-
-def run_tool(*flags):
-    return subprocess.run([sys.executable, TOOL, *flags], capture_output=True, text=True,
-                          timeout=600, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
 
 
 @pytest.fixture(scope="module")
@@ -32,7 +25,7 @@ def corpus(tmp_path_factory):
 @pytest.mark.parametrize("lower_case", [True, False], ids=["uncased", "cased"])
 def test_learns_a_vocabulary_that_tokenizes_its_corpus(corpus, tmp_path, lower_case):
     output = tmp_path / "vocab.txt"
-    result = run_tool(f"--input_file={corpus}/*.txt", f"--output_file={output}",
+    result = run_tool(TOOL, f"--input_file={corpus}/*.txt", f"--output_file={output}",
                       "--vocab_size=120", "--do_lower_case" if lower_case else "--nodo_lower_case")
     assert result.returncode == 0, result.stderr[-3000:]
     assert "Read 2 file(s)" in result.stdout
@@ -53,7 +46,7 @@ def test_learns_a_vocabulary_that_tokenizes_its_corpus(corpus, tmp_path, lower_c
 
 
 def test_missing_input_is_named(tmp_path):
-    result = run_tool(f"--input_file={tmp_path}/nothing*.txt",
+    result = run_tool(TOOL, f"--input_file={tmp_path}/nothing*.txt",
                       f"--output_file={tmp_path}/vocab.txt")
     assert result.returncode == 1
     assert "no file matches" in result.stderr and "nothing*.txt" in result.stderr
@@ -61,7 +54,7 @@ def test_missing_input_is_named(tmp_path):
 
 
 def test_too_small_vocab_size_is_named(corpus, tmp_path):
-    result = run_tool(f"--input_file={corpus}/a.txt", f"--output_file={tmp_path}/v.txt",
+    result = run_tool(TOOL, f"--input_file={corpus}/a.txt", f"--output_file={tmp_path}/v.txt",
                       "--vocab_size=5")
     assert result.returncode == 1
     assert "vocab_size 5 leaves no room after the 5 reserved tokens" in result.stderr

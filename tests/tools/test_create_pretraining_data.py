@@ -1,20 +1,12 @@
 """`tools/create_pretraining_data.py` as a user runs it: flags, parallel workers, the report."""
 
 import os
-import subprocess
-import sys
 
 from bert_tf.data.pretraining_data_writer import write_pretraining_data
 from tests.data.toy_corpus import numbered_documents, write_corpus, write_vocab
-from tests.resources import REPO_ROOT
+from tests.tools.tool_runs import run_tool
 
-TOOL = os.path.join(REPO_ROOT, "tools", "create_pretraining_data.py")
-
-
-def run_tool(*flags):
-    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
-    return subprocess.run([sys.executable, TOOL, *flags], capture_output=True, text=True,
-                          env=env, timeout=600)
+TOOL = "create_pretraining_data.py"
 
 
 def test_parallel_workers_write_what_one_process_writes(tmp_path):
@@ -24,7 +16,7 @@ def test_parallel_workers_write_what_one_process_writes(tmp_path):
     latin1.write_bytes("w90 w91.\nna\xefve.\n".encode("latin-1"))
     vocab = write_vocab(tmp_path)
     chunk_mb = 0.0001                                         # 104 bytes: about 2 documents
-    result = run_tool(f"--input_file={tmp_path}/corpus*.txt,{latin1}",
+    result = run_tool(TOOL, f"--input_file={tmp_path}/corpus*.txt,{latin1}",
                       f"--output_file={tmp_path}/out.tfrecord", "--num_output_shards=2",
                       f"--vocab_file={vocab}", "--do_lower_case", "--do_whole_word_mask",
                       "--max_seq_length=20", "--max_predictions_per_seq=3", "--dupe_factor=3",
@@ -47,7 +39,7 @@ def test_parallel_workers_write_what_one_process_writes(tmp_path):
 
 def test_a_pattern_matching_no_file_is_named(tmp_path):
     vocab = write_vocab(tmp_path)
-    result = run_tool(f"--input_file={tmp_path}/nothing-*.txt",
+    result = run_tool(TOOL, f"--input_file={tmp_path}/nothing-*.txt",
                       f"--output_file={tmp_path}/out.tfrecord", f"--vocab_file={vocab}")
     assert result.returncode == 1
     assert result.stderr.strip().endswith(

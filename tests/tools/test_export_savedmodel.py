@@ -13,8 +13,9 @@ import tensorflow_text  # noqa: F401  (the preprocessing SavedModel uses tf.text
 from bert_tf import BertEncoder
 from bert_tf.models.bert_classifier import BertClassifier
 from bert_tf.text.bert_preprocessor import BertPreprocessor
-from tests.export.tiny_models import (run_tool, tiny_config, write_pretrained_checkpoint,
+from tests.export.tiny_models import (tiny_config, write_pretrained_checkpoint,
                                       write_task_checkpoint, write_vocab)
+from tests.tools.tool_runs import run_tool
 
 TEXTS = ["Hello unaffable world!", "", "what a good film"]
 

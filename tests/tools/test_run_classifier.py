@@ -5,19 +5,15 @@ SIGKILL, the exported SavedModel agreeing with the tool, bad input, and MiniLM o
 import json
 import os
 import random
-import signal
-import subprocess
-import sys
-import time
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
 from bert_tf.metrics.glue import glue_metrics
-from tests.export.tiny_models import run_tool, tiny_config, write_vocab
-from tests.resources import REPO_ROOT, minilm_dir, shared_data_path
-from tests.tools.test_run_pretraining import latest_step, read_scalars
+from tests.export.tiny_models import tiny_config, write_vocab
+from tests.resources import minilm_dir, shared_data_path
+from tests.tools.tool_runs import kill_at_first_checkpoint, latest_step, run_tool, scalar_curves
 
 SEQ = 32  # short texts are padded to 16, the export pads to 32: results must not change
 POSITIVE = ["a good movie", "good film", "a good good film !", "what a good movie"]
@@ -72,14 +68,14 @@ def test_trains_evaluates_and_predicts(workspace, sst2_run):
     output_dir, result = sst2_run
     assert latest_step(str(output_dir)) == STEPS
     assert {"bert_config.json", "vocab.txt", "train", "eval"} <= set(os.listdir(output_dir))
-    losses = [loss for _, loss in read_scalars(str(output_dir / "train"))["loss"]]
+    losses = [loss for _, loss in scalar_curves(str(output_dir / "train"))["loss"]]
     assert losses[-1] < 0.5 * losses[0]  # it learns
     results = json.loads((output_dir / "eval_results.json").read_text())
     assert set(results) == {"global_step", "accuracy", "loss", "num_examples",
                             "skipped_examples"}
     assert results["global_step"] == STEPS and results["num_examples"] == 20
     assert results["accuracy"] >= 0.9 and results["skipped_examples"] == 0
-    assert read_scalars(str(output_dir / "eval"))["accuracy"] == [
+    assert scalar_curves(str(output_dir / "eval"))["accuracy"] == [
         (STEPS, pytest.approx(results["accuracy"]))]
     assert "SST-2 evaluation at step 240" in result.stdout
 
@@ -126,19 +122,7 @@ def test_a_run_killed_with_sigkill_resumes_exactly(workspace, sst2_run, tmp_path
     output_dir = tmp_path / "killed"
     flags = [*workspace["model"], *TRAIN_FLAGS, f"--data_dir={workspace['sst2']}",
              f"--output_dir={output_dir}", "--do_train", "--save_checkpoints_steps=10"]
-    job = subprocess.Popen([sys.executable, os.path.join(REPO_ROOT, "tools", "run_classifier.py"),
-                            *flags], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + 600
-        while latest_step(str(output_dir)) is None and job.poll() is None:
-            assert time.monotonic() < deadline, "no checkpoint within 10 minutes"
-            time.sleep(0.02)
-        job.send_signal(signal.SIGKILL)
-        assert job.wait(timeout=60) == -signal.SIGKILL, "the run ended before it could be killed"
-    finally:
-        if job.poll() is None:
-            job.kill()
-    killed_at = latest_step(str(output_dir))
+    killed_at = kill_at_first_checkpoint("run_classifier.py", flags, output_dir)
     assert killed_at < STEPS
 
     resumed = run_tool("run_classifier.py", *flags)

@@ -13,8 +13,7 @@ import tensorflow as tf
 import tensorflow_text  # noqa: F401  (the exported SavedModel uses tf.text ops)
 
 from bert_tf.data.swag import read_swag
-from tests.export.tiny_models import run_tool
-from tests.tools.test_run_pretraining import read_scalars
+from tests.tools.tool_runs import run_tool, scalar_curves
 
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "man", "woman", "opens", "door",
          "she", "he", "runs", "walks", "sits", "smiles", "away", "home", "down", "good", "bad",
@@ -99,10 +98,10 @@ def test_trains_evaluates_and_predicts(data, trained):
         -np.mean(np.log(probabilities[np.arange(30), gold.labels])), rel=1e-3)
     assert len(read_predictions(output_dir / "test_predictions.csv")) == 10
 
-    scalars = read_scalars(str(output_dir / "train"))
+    scalars = scalar_curves(str(output_dir / "train"))
     assert [step for step, _ in scalars["loss"]] == [50, 80]  # every 50 steps and at the end
     assert scalars["loss"][-1][1] < scalars["loss"][0][1]
-    assert read_scalars(str(output_dir / "eval"))["accuracy"] == [
+    assert scalar_curves(str(output_dir / "eval"))["accuracy"] == [
         (80, pytest.approx(results["accuracy"]))]
 
 

@@ -13,9 +13,8 @@ import tensorflow_text  # noqa: F401  (the exported SavedModel uses tf.text ops)
 
 from bert_tf.data.conll import read_conll
 from bert_tf.metrics.sequence_labeling import entity_scores
-from tests.export.tiny_models import run_tool
 from tests.resources import minilm_dir, shared_data_path
-from tests.tools.test_run_pretraining import read_scalars
+from tests.tools.tool_runs import run_tool, scalar_curves
 
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "john", "smith", "mary", "jones", "new",
          "york", "paris", "acme", "corp", "the", "met", "in", "visited", "today", "and", "a",
@@ -113,10 +112,10 @@ def test_trains_evaluates_and_predicts(data, trained):
     assert all(tag in LABELS for s in predicted for tag in s.tags)
 
     # TensorBoard: the loss of each checkpoint period (50 steps) falls.
-    scalars = read_scalars(str(output_dir / "train"))
+    scalars = scalar_curves(str(output_dir / "train"))
     assert [step for step, _ in scalars["loss"]] == [50, 100, 150, 180]
     assert scalars["loss"][-1][1] < scalars["loss"][0][1] / 4
-    assert read_scalars(str(output_dir / "eval"))["f1"] == [(180, pytest.approx(results["f1"]))]
+    assert scalar_curves(str(output_dir / "eval"))["f1"] == [(180, pytest.approx(results["f1"]))]
 
 
 def test_eval_only_rerun_matches(data, trained, tmp_path):
@@ -186,6 +185,6 @@ def test_real_conll2003_from_minilm(tmp_path):
     results = json.loads((output_dir / "eval_results.json").read_text())
     assert results["data"]["sentences"] == len(read_conll(str(tmp_path / "valid.txt")))
     # The mean training loss (TensorBoard), far below ln(9) = 2.2 of a uniform guess.
-    losses = [value for _, value in read_scalars(str(output_dir / "train"))["loss"]]
+    losses = [value for _, value in scalar_curves(str(output_dir / "train"))["loss"]]
     assert losses[-1] < 1.0, losses
     assert results["f1"] > 0.1, results

@@ -5,10 +5,7 @@ other runs use --nojit_compile, as an XLA compilation costs tens of seconds of C
 import dataclasses
 import json
 import os
-import signal
 import subprocess
-import sys
-import time
 
 import numpy as np
 import pytest
@@ -21,11 +18,12 @@ from tests.data.pretraining_records import write_pretraining_records
 from tests.data.toy_corpus import CLS as CLS_ID
 from tests.data.toy_corpus import SEP as SEP_ID
 from tests.data.toy_corpus import VOCAB, numbered_documents, word_ids, write_corpus, write_vocab
-from tests.resources import REPO_ROOT
 from tests.training.test_distributed import free_port
 from tests.training.test_schedule import googles_learning_rate
+from tests.tools.tool_runs import (kill_at_first_checkpoint, latest_step, run_tool, scalar_curves,
+                                   tool_command)
 
-TOOL = os.path.join(REPO_ROOT, "tools", "run_pretraining.py")
+TOOL = "run_pretraining.py"
 CONFIG = {"vocab_size": 40, "hidden_size": 16, "num_hidden_layers": 1, "num_attention_heads": 2,
           "intermediate_size": 32, "hidden_act": "gelu", "hidden_dropout_prob": 0.1,
           "attention_probs_dropout_prob": 0.1, "max_position_embeddings": 16,
@@ -33,33 +31,6 @@ CONFIG = {"vocab_size": 40, "hidden_size": 16, "num_hidden_layers": 1, "num_atte
 HELD_OUT = 21  # not a multiple of any batch size below: evaluation pads its last batch
 METRIC_TAGS = {"loss", "masked_lm_loss", "masked_lm_accuracy", "next_sentence_loss",
                "next_sentence_accuracy"}
-
-
-def command(*flags):
-    return [sys.executable, TOOL, *flags]
-
-
-def run_tool(*flags, env=None, timeout=600):
-    return subprocess.run(command(*flags), capture_output=True, text=True, timeout=timeout,
-                          env={**os.environ, **(env or {})})
-
-
-def read_scalars(directory):
-    """`{tag: [(step, value), ...]}` from every TensorBoard event file in `directory`, in
-    writing order."""
-    scalars = {}
-    for name in sorted(os.listdir(directory), key=lambda n: os.path.getmtime(
-            os.path.join(directory, n))):
-        for event in tf.compat.v1.train.summary_iterator(os.path.join(directory, name)):
-            for value in event.summary.value:
-                scalars.setdefault(value.tag, []).append(
-                    (event.step, float(tf.make_ndarray(value.tensor))))
-    return scalars
-
-
-def latest_step(directory):
-    latest = tf.train.latest_checkpoint(directory)
-    return int(latest.rsplit("-", 1)[1]) if latest else None
 
 
 @pytest.fixture(scope="module")
@@ -90,7 +61,7 @@ def training_flags(data, output_dir):
 def reference(data, tmp_path_factory):
     """An uninterrupted run with evaluation: the loss curve the interrupted run must match."""
     output_dir = str(tmp_path_factory.mktemp("reference"))
-    result = run_tool(*training_flags(data, output_dir), "--do_eval",
+    result = run_tool(TOOL, *training_flags(data, output_dir), "--do_eval",
                       f"--eval_input_file={data['heldout']}", "--eval_batch_size=8")
     assert result.returncode == 0, result.stderr[-3000:]
     return output_dir
@@ -103,7 +74,7 @@ def test_trains_googles_records_checkpoints_and_evaluates(reference):
         50, 75, 100, 125, 150]
     assert json.load(open(os.path.join(reference, "bert_config.json"))) == {
         **CONFIG, "layer_norm_eps": 1e-12}
-    scalars = read_scalars(os.path.join(reference, "train"))
+    scalars = scalar_curves(os.path.join(reference, "train"))
     assert METRIC_TAGS | {"learning_rate", "examples_per_second", "steps_per_second"} <= set(
         scalars)
     assert [step for step, _ in scalars["loss"]] == list(range(1, STEPS + 1))
@@ -117,7 +88,7 @@ def test_trains_googles_records_checkpoints_and_evaluates(reference):
     assert int(results["global_step"]) == STEPS and int(results["examples"]) == HELD_OUT
     assert set(results) == METRIC_TAGS | {"global_step", "examples"}
     assert 0.0 <= float(results["masked_lm_accuracy"]) <= 1.0
-    evaluation = read_scalars(os.path.join(reference, "eval"))
+    evaluation = scalar_curves(os.path.join(reference, "eval"))
     assert evaluation["masked_lm_loss"] == [(STEPS, pytest.approx(float(results["masked_lm_loss"]),
                                                                   rel=1e-6))]
 
@@ -125,22 +96,11 @@ def test_trains_googles_records_checkpoints_and_evaluates(reference):
 def test_a_job_killed_with_sigkill_resumes_exactly(data, reference, tmp_path):
     output_dir = str(tmp_path / "killed")
     flags = training_flags(data, output_dir)
-    job = subprocess.Popen(command(*flags), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + 600
-        while latest_step(output_dir) is None and job.poll() is None:
-            assert time.monotonic() < deadline, "no checkpoint within 10 minutes"
-            time.sleep(0.02)
-        job.send_signal(signal.SIGKILL)
-        assert job.wait(timeout=60) == -signal.SIGKILL, "the job ended before it could be killed"
-    finally:
-        if job.poll() is None:
-            job.kill()
-    killed_at = latest_step(output_dir)
+    killed_at = kill_at_first_checkpoint(TOOL, flags, output_dir)
     assert killed_at < STEPS
-    before = read_scalars(os.path.join(output_dir, "train"))
+    before = scalar_curves(os.path.join(output_dir, "train"))
 
-    resumed = run_tool(*flags)
+    resumed = run_tool(TOOL, *flags)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert f"ckpt-{killed_at} at step {killed_at}" in resumed.stderr
     assert latest_step(output_dir) == STEPS
@@ -148,8 +108,8 @@ def test_a_job_killed_with_sigkill_resumes_exactly(data, reference, tmp_path):
     assert reader.get_tensor("global_step/.ATTRIBUTES/VARIABLE_VALUE") == STEPS
     # Both runs' curves, the steps done twice included, are the uninterrupted run's: same
     # weights, optimizer state, dropout RNG and input position after the restart.
-    expected = dict(read_scalars(os.path.join(reference, "train"))["loss"])
-    curve = read_scalars(os.path.join(output_dir, "train"))["loss"]
+    expected = dict(scalar_curves(os.path.join(reference, "train"))["loss"])
+    curve = scalar_curves(os.path.join(output_dir, "train"))["loss"]
     resumed_steps = [step for step, _ in curve[len(before.get("loss", [])):]]
     assert resumed_steps == list(range(killed_at + 1, STEPS + 1))
     for step, loss in curve:
@@ -161,10 +121,10 @@ def test_a_corrupt_file_is_named(data, tmp_path):
     good = open(data["heldout"], "rb").read()
     truncated.write_bytes(good[:len(good) // 2 + 30])
     # The first file is fine, so the damage shows only when the input pipeline reaches it.
-    result = run_tool(f"--bert_config_file={data['config']}", f"--output_dir={tmp_path / 'out'}",
-                      f"--input_file={data['heldout']},{truncated}", "--num_train_steps=50",
-                      "--num_warmup_steps=0", "--train_batch_size=8", "--strategy=cpu",
-                      "--nojit_compile")
+    result = run_tool(
+        TOOL, f"--bert_config_file={data['config']}", f"--output_dir={tmp_path / 'out'}",
+        f"--input_file={data['heldout']},{truncated}", "--num_train_steps=50",
+        "--num_warmup_steps=0", "--train_batch_size=8", "--strategy=cpu", "--nojit_compile")
     assert result.returncode != 0
     assert f"InputFileError: {truncated}: corrupt, truncated" in result.stderr
 
@@ -173,7 +133,7 @@ def test_evaluation_names_a_truncated_file(data, reference, tmp_path):
     truncated = tmp_path / "heldout.tfrecord"
     good = open(data["heldout"], "rb").read()
     truncated.write_bytes(good[:len(good) - 20])
-    result = run_tool(f"--bert_config_file={data['config']}", f"--output_dir={reference}",
+    result = run_tool(TOOL, f"--bert_config_file={data['config']}", f"--output_dir={reference}",
                       "--nodo_train", "--do_eval", f"--eval_input_file={truncated}",
                       "--strategy=cpu")
     assert result.returncode != 0
@@ -181,12 +141,12 @@ def test_evaluation_names_a_truncated_file(data, reference, tmp_path):
 
 
 def test_without_the_other_input_flags_it_lists_what_is_missing(data):
-    result = run_tool("--vocab_file=vocab.txt")  # an input flag: not the embedded default job
+    result = run_tool(TOOL, "--vocab_file=vocab.txt")  # an input flag: not the embedded default job
     assert result.returncode != 0
     for message in ("--bert_config_file (the model's bert_config.json) is required",
                     "--output_dir is required", "--input_file (comma-separated globs"):
         assert message in result.stderr
-    result = run_tool(f"--bert_config_file={data['config']}", "--output_dir=/tmp/unused",
+    result = run_tool(TOOL, f"--bert_config_file={data['config']}", "--output_dir=/tmp/unused",
                       f"--input_file={data['train']}", "--input_text_file=corpus.txt")
     assert result.returncode != 0
     for message in ("--input_file (records) and --input_text_file (raw text) exclude each other",
@@ -195,7 +155,7 @@ def test_without_the_other_input_flags_it_lists_what_is_missing(data):
 
 
 def test_flags_must_match_the_records(data, tmp_path):
-    result = run_tool(f"--bert_config_file={data['config']}", f"--input_file={data['train']}",
+    result = run_tool(TOOL, f"--bert_config_file={data['config']}", f"--input_file={data['train']}",
                       f"--output_dir={tmp_path}", "--max_seq_length=32")
     assert result.returncode != 0
     assert ("train-0.tfrecord (from --input_file) holds records with max_seq_length 16, but "
@@ -204,7 +164,7 @@ def test_flags_must_match_the_records(data, tmp_path):
 
 def test_an_unreachable_tpu_is_a_clear_error(data, tmp_path):
     port = free_port()
-    result = run_tool(f"--bert_config_file={data['config']}", f"--input_file={data['train']}",
+    result = run_tool(TOOL, f"--bert_config_file={data['config']}", f"--input_file={data['train']}",
                       f"--output_dir={tmp_path}", "--strategy=tpu",
                       f"--tpu=grpc://127.0.0.1:{port}", timeout=120)
     assert result.returncode != 0
@@ -221,7 +181,7 @@ def test_two_workers_train_and_checkpoint_with_multi_worker_mirrored(data, tmp_p
              "--strategy=multi_worker_mirrored", "--mixed_precision=float16", "--do_eval",
              f"--eval_input_file={data['heldout']}", "--eval_batch_size=8"]
     workers = [subprocess.Popen(
-        command(*flags), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        tool_command(TOOL, *flags), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         env={**os.environ, "TF_CONFIG": json.dumps({"cluster": cluster,
                                                     "task": {"type": "worker", "index": i}})})
         for i in range(2)]
@@ -262,6 +222,7 @@ def test_raw_text_trains_with_dynamic_masking_evaluates_gzip_records_and_exports
             writer.write(record.numpy())
     output_dir = tmp_path / "out"
     result = run_tool(
+        TOOL,
         f"--bert_config_file={config}", f"--input_text_file={tmp_path}/corpus*.txt",
         f"--vocab_file={vocab}", f"--output_dir={output_dir}", "--max_seq_length=16",
         "--max_predictions_per_seq=3", "--train_batch_size=8", "--num_train_steps=12",
@@ -272,10 +233,10 @@ def test_raw_text_trains_with_dynamic_masking_evaluates_gzip_records_and_exports
     assert result.returncode == 0, result.stderr[-3000:]
     assert "Training on 1 text file(s) on 1 replica(s)" in result.stderr
     assert latest_step(output_dir) == 12
-    assert [step for step, _ in read_scalars(os.path.join(output_dir, "train"))["loss"]] == [
+    assert [step for step, _ in scalar_curves(os.path.join(output_dir, "train"))["loss"]] == [
         3, 6, 9, 12]
     # Evaluated after each checkpoint, and not once more at the end.
-    curve = read_scalars(os.path.join(output_dir, "eval"))["masked_lm_accuracy"]
+    curve = scalar_curves(os.path.join(output_dir, "eval"))["masked_lm_accuracy"]
     assert [step for step, _ in curve] == [6, 12]
     results = open(os.path.join(output_dir, "eval_results.txt")).read()
     assert "global_step = 12\n" in results and f"examples = {HELD_OUT}\n" in results
@@ -297,7 +258,7 @@ def test_no_flags_runs_the_embedded_default_job_and_a_rerun_finds_it_done(tmp_pa
     budget = [f"--output_dir={output_dir}", "--embedded_corpus_mb=0.15",
               "--embedded_vocab_size=600", "--num_train_steps=20", "--num_warmup_steps=2",
               "--steps_per_execution=5", "--save_checkpoints_steps=10"]
-    result = run_tool(*budget)
+    result = run_tool(TOOL, *budget)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "running the embedded default job" in result.stdout
     prepared = output_dir / "data"
@@ -309,7 +270,7 @@ def test_no_flags_runs_the_embedded_default_job_and_a_rerun_finds_it_done(tmp_pa
                                          vocab_size=len(vocab))
     assert 200 < len(vocab) <= 600 * 1.05   # tf.text's learner aims at the size +- 5 %
     assert latest_step(output_dir) == 20
-    losses = [loss for _, loss in read_scalars(os.path.join(output_dir, "train"))["loss"]]
+    losses = [loss for _, loss in scalar_curves(os.path.join(output_dir, "train"))["loss"]]
     assert len(losses) == 4 and losses[-1] < losses[0] - 0.5, losses   # it learns
     results = dict(line.split(" = ") for line in
                    open(output_dir / "eval_results.txt").read().splitlines())
@@ -329,7 +290,7 @@ def test_no_flags_runs_the_embedded_default_job_and_a_rerun_finds_it_done(tmp_pa
                  f"encoder SavedModel {export} "):
         assert line in result.stdout, result.stdout
 
-    rerun = run_tool(*budget)
+    rerun = run_tool(TOOL, *budget)
     assert rerun.returncode == 0, rerun.stderr[-3000:]
     assert "is already at step 20 of 20" in rerun.stderr
     assert f"{export} exists already: not exported again" in rerun.stderr

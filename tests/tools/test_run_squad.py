@@ -6,7 +6,6 @@ a handful of real dev questions."""
 import json
 import os
 import subprocess
-import sys
 
 import keras
 import pytest
@@ -16,22 +15,15 @@ from bert_tf import BertConfig, BertEncoder
 from bert_tf.checkpoints import save_checkpoint
 from bert_tf.metrics.squad import evaluate_squad_v1, evaluate_squad_v2
 from tests.data.test_squad import VOCAB, squad_json, write_squad, write_vocab
-from tests.resources import REPO_ROOT, minilm_dir, shared_data_path
-from tests.tools.test_run_pretraining import read_scalars
+from tests.resources import minilm_dir, shared_data_path
+from tests.tools.tool_runs import run_tool, scalar_curves
 
-TOOL = os.path.join(REPO_ROOT, "tools", "run_squad.py")
-EXPORT_TOOL = os.path.join(REPO_ROOT, "tools", "export_savedmodel.py")
 SEQ = 32
 # Small windows (several per long context); n_best_size = SEQ makes the span search exhaustive,
 # as the exported model's is, so that both must pick the same answer.
 SQUAD_FLAGS = [f"--max_seq_length={SEQ}", "--doc_stride=8", "--max_query_length=8",
                f"--n_best_size={SEQ}", "--train_batch_size=4", "--eval_batch_size=5",
                "--predict_batch_size=3", "--learning_rate=5e-3", "--save_checkpoints_steps=40"]
-
-
-def run(tool, *flags, timeout=600):
-    return subprocess.run([sys.executable, tool, *flags], capture_output=True, text=True,
-                          timeout=timeout)
 
 
 def read_json(directory, name):
@@ -63,9 +55,10 @@ def trained(pretrained, tmp_path_factory):
     dataset = squad_json(bad_answers=True)
     data = write_squad(directory / "train.json", dataset)
     output_dir = str(directory / "out")
-    result = run(TOOL, f"--init_checkpoint={pretrained}", f"--output_dir={output_dir}",
-                 "--do_train", "--do_eval", "--do_predict", f"--train_file={data}",
-                 f"--predict_file={data}", "--num_train_epochs=25", *SQUAD_FLAGS)
+    result = run_tool(
+        "run_squad.py", f"--init_checkpoint={pretrained}", f"--output_dir={output_dir}",
+        "--do_train", "--do_eval", "--do_predict", f"--train_file={data}", f"--predict_file={data}",
+        "--num_train_epochs=25", *SQUAD_FLAGS)
     assert result.returncode == 0, result.stderr[-3000:]
     return {"output_dir": output_dir, "data": data, "dataset": dataset, "stderr": result.stderr}
 
@@ -110,10 +103,10 @@ def test_writes_checkpoints_and_tensorboard(trained):
     output_dir = trained["output_dir"]
     results = read_json(output_dir, "eval_results.json")
     assert tf.train.latest_checkpoint(output_dir).endswith(f"ckpt-{results['global_step']}")
-    train_scalars = read_scalars(os.path.join(output_dir, "train"))
+    train_scalars = scalar_curves(os.path.join(output_dir, "train"))
     losses = [value for _, value in train_scalars["loss"]]
     assert losses[-1] < losses[0]
-    eval_scalars = read_scalars(os.path.join(output_dir, "eval"))
+    eval_scalars = scalar_curves(os.path.join(output_dir, "eval"))
     assert eval_scalars["f1"] == [(results["global_step"], pytest.approx(results["f1"]))]
 
 
@@ -122,16 +115,18 @@ def test_predict_only_restores_the_fine_tuned_checkpoint(trained, tmp_path):
     output_dir = str(tmp_path / "out")
     subprocess.run(["cp", "-r", trained["output_dir"], output_dir], check=True)
     os.remove(os.path.join(output_dir, "predictions.json"))
-    result = run(TOOL, f"--init_checkpoint={output_dir}", f"--output_dir={output_dir}",
-                 "--do_predict", f"--predict_file={trained['data']}", *SQUAD_FLAGS)
+    result = run_tool(
+        "run_squad.py", f"--init_checkpoint={output_dir}", f"--output_dir={output_dir}",
+        "--do_predict", f"--predict_file={trained['data']}", *SQUAD_FLAGS)
     assert result.returncode == 0, result.stderr[-3000:]
     assert (read_json(output_dir, "predictions.json")
             == read_json(trained["output_dir"], "predictions.json"))
 
 
 def test_exported_model_gives_the_tools_answers(trained, tmp_path):
-    result = run(EXPORT_TOOL, "--export_type=squad", f"--init_checkpoint={trained['output_dir']}",
-                 f"--output_dir={tmp_path}", f"--seq_length={SEQ}")
+    result = run_tool(
+        "export_savedmodel.py", "--export_type=squad", f"--init_checkpoint={trained['output_dir']}",
+        f"--output_dir={tmp_path}", f"--seq_length={SEQ}")
     assert result.returncode == 0, result.stderr[-3000:]
     serving = tf.saved_model.load(str(tmp_path / "1")).signatures["serving_default"]
     predictions = read_json(trained["output_dir"], "predictions.json")
@@ -149,10 +144,11 @@ def test_version_2_with_negative(pretrained, tmp_path):
     dataset = squad_json(version_2=True)
     data = write_squad(tmp_path / "train-v2.json", dataset)
     output_dir = str(tmp_path / "out")
-    result = run(TOOL, f"--init_checkpoint={pretrained}", f"--output_dir={output_dir}",
-                 "--do_train", "--do_eval", f"--train_file={data}", f"--predict_file={data}",
-                 "--version_2_with_negative", "--null_score_diff_threshold=0.5",
-                 "--num_train_epochs=3", *SQUAD_FLAGS)
+    result = run_tool(
+        "run_squad.py", f"--init_checkpoint={pretrained}", f"--output_dir={output_dir}",
+        "--do_train", "--do_eval", f"--train_file={data}", f"--predict_file={data}",
+        "--version_2_with_negative", "--null_score_diff_threshold=0.5", "--num_train_epochs=3",
+        *SQUAD_FLAGS)
     assert result.returncode == 0, result.stderr[-3000:]
     predictions = read_json(output_dir, "predictions.json")
     null_odds = read_json(output_dir, "null_odds.json")
@@ -172,14 +168,16 @@ def test_version_2_with_negative(pretrained, tmp_path):
 def test_bad_input_is_named(pretrained, tmp_path):
     broken = tmp_path / "broken.json"
     broken.write_text('{"data": [{"paragraphs": [\n{"context": "x", "qas": [}]}]}')
-    result = run(TOOL, f"--init_checkpoint={pretrained}", f"--output_dir={tmp_path / 'out'}",
-                 "--do_train", f"--train_file={broken}")
+    result = run_tool(
+        "run_squad.py", f"--init_checkpoint={pretrained}", f"--output_dir={tmp_path / 'out'}",
+        "--do_train", f"--train_file={broken}")
     assert result.returncode == 1
     assert f"run_squad: {broken}: not valid JSON at line 2, column 26" in result.stderr
     assert not os.path.exists(tmp_path / "out")        # failed before building anything
 
-    result = run(TOOL, f"--init_checkpoint={pretrained}", f"--output_dir={tmp_path / 'out'}",
-                 "--do_train", "--do_eval", "--doc_stride=0")
+    result = run_tool(
+        "run_squad.py", f"--init_checkpoint={pretrained}", f"--output_dir={tmp_path / 'out'}",
+        "--do_train", "--do_eval", "--doc_stride=0")
     assert result.returncode != 0
     for message in ("--do_train needs --train_file", "--do_eval needs --predict_file",
                     "--doc_stride must be positive, got 0"):
@@ -188,8 +186,9 @@ def test_bad_input_is_named(pretrained, tmp_path):
 
 def test_predict_without_a_fine_tuned_checkpoint_is_refused(pretrained, tmp_path):
     data = write_squad(tmp_path / "dev.json", squad_json())
-    result = run(TOOL, f"--init_checkpoint={pretrained}", f"--output_dir={tmp_path / 'out'}",
-                 "--do_predict", f"--predict_file={data}", *SQUAD_FLAGS)
+    result = run_tool(
+        "run_squad.py", f"--init_checkpoint={pretrained}", f"--output_dir={tmp_path / 'out'}",
+        "--do_predict", f"--predict_file={data}", *SQUAD_FLAGS)
     assert result.returncode != 0
     assert "needs a fine-tuned checkpoint in --output_dir" in result.stderr
 
@@ -209,10 +208,11 @@ def test_minilm_on_real_dev_questions(tmp_path):
     predict_dataset = _first_paragraphs(dev, 47, 1)
     predict = write_squad(tmp_path / "predict.json", predict_dataset)
     output_dir = str(tmp_path / "out")
-    result = run(TOOL, f"--init_checkpoint={minilm_dir()}", f"--output_dir={output_dir}",
-                 "--do_train", "--do_eval", f"--train_file={train}", f"--predict_file={predict}",
-                 "--max_seq_length=192", "--train_batch_size=8", "--num_train_epochs=1",
-                 "--learning_rate=5e-5")
+    result = run_tool(
+        "run_squad.py", f"--init_checkpoint={minilm_dir()}", f"--output_dir={output_dir}",
+        "--do_train", "--do_eval", f"--train_file={train}", f"--predict_file={predict}",
+        "--max_seq_length=192", "--train_batch_size=8", "--num_train_epochs=1",
+        "--learning_rate=5e-5")
     assert result.returncode == 0, result.stderr[-3000:]
     predictions = read_json(output_dir, "predictions.json")
     contexts = contexts_by_id(predict_dataset)

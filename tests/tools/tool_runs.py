@@ -1,0 +1,63 @@
+"""What the tests of the command-line tools share: running a tool in a fresh process, reading
+back its checkpoints and TensorBoard curves, and killing it at its first checkpoint.
+
+Example:
+    >>> result = run_tool("run_classifier.py", "--task_name=SST-2", ...)
+    >>> assert result.returncode == 0, result.stderr
+    >>> losses = [loss for _, loss in scalar_curves(f"{output_dir}/train")["loss"]]
+    >>> killed_at = kill_at_first_checkpoint("run_pretraining.py", flags, output_dir)
+"""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import tensorflow as tf
+
+from bert_tf.training.scalar_logs import read_scalars
+from tests.resources import REPO_ROOT
+
+
+def tool_command(tool, *flags):
+    """The command line of `tools/<tool>` with `flags`, run by this Python."""
+    return [sys.executable, os.path.join(REPO_ROOT, "tools", tool), *flags]
+
+
+def run_tool(tool, *flags, env=None, timeout=900):
+    """Runs `tools/<tool>` in a fresh process; returns the CompletedProcess (text output)."""
+    return subprocess.run(tool_command(tool, *flags), capture_output=True, text=True,
+                          timeout=timeout,
+                          env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", **(env or {})})
+
+
+def latest_step(directory):
+    """The step of the newest checkpoint in `directory`, or None."""
+    latest = tf.train.latest_checkpoint(str(directory))
+    return int(latest.rsplit("-", 1)[1]) if latest else None
+
+
+def scalar_curves(directory):
+    """`{tag: [(step, value), ...]}` of the TensorBoard scalars in `directory`, in writing
+    order (a resumed job's repeated steps appear twice)."""
+    return {tag: [(event.step, event.value) for event in events]
+            for tag, events in read_scalars(str(directory)).items()}
+
+
+def kill_at_first_checkpoint(tool, flags, output_dir, timeout=600):
+    """Starts `tools/<tool>`, SIGKILLs it as soon as `output_dir` holds a checkpoint and returns
+    that checkpoint's step (the test fails if the job ends first or writes none in time)."""
+    job = subprocess.Popen(tool_command(tool, *flags), stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + timeout
+        while latest_step(output_dir) is None and job.poll() is None:
+            assert time.monotonic() < deadline, f"no checkpoint within {timeout} s"
+            time.sleep(0.02)
+        job.send_signal(signal.SIGKILL)
+        assert job.wait(timeout=60) == -signal.SIGKILL, "the job ended before it could be killed"
+    finally:
+        if job.poll() is None:
+            job.kill()
+    return latest_step(output_dir)
