@@ -24,14 +24,13 @@ Example:
 
 import logging
 import math
-import os
 
 import keras
 import numpy as np
 import tensorflow as tf
 
 from bert_tf.checkpoints.tf2 import CHECKPOINT_NAME, ENCODER_KEY, TASK_MODEL_KEY
-from bert_tf.training.optimizers import no_weight_decay
+from bert_tf.training.optimizers import create_optimizer
 from bert_tf.training.schedule import WarmupPolynomialDecay
 from bert_tf.training.summaries import ScalarSummaries
 
@@ -40,16 +39,12 @@ logger = logging.getLogger("bert_tf.training")
 
 def fine_tuning_optimizer(model, learning_rate, num_train_steps, warmup_proportion=0.1,
                           weight_decay_rate=0.01, clip_norm=1.0):
-    """BERT's fine-tuning AdamW for `model`, built (its slots exist, so a checkpoint can restore
-    them before the first step)."""
+    """BERT's fine-tuning AdamW for `model` (the pre-training one, for `Model.fit`), built: its
+    slots exist, so a checkpoint can restore them before the first step."""
     schedule = WarmupPolynomialDecay(learning_rate, num_train_steps,
                                      int(warmup_proportion * num_train_steps))
-    clipping = {"global_clipnorm": clip_norm} if clip_norm else {}
-    optimizer = keras.optimizers.AdamW(learning_rate=schedule, weight_decay=weight_decay_rate,
-                                       beta_1=0.9, beta_2=0.999, epsilon=1e-6, **clipping)
-    optimizer.exclude_from_weight_decay(var_list=no_weight_decay(model.trainable_variables))
-    optimizer.build(model.trainable_variables)
-    return optimizer
+    return create_optimizer("adamw", schedule, model.trainable_variables, weight_decay_rate,
+                            clip_norm, summed_by_train_step=False)
 
 
 class _StopAtStep(keras.callbacks.Callback):

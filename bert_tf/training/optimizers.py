@@ -29,11 +29,6 @@ if not hasattr(keras.optimizers.Optimizer, "_all_reduce_sum_gradients"):
         f"`_all_reduce_sum_gradients`: update bert_tf/training/optimizers.py")
 
 
-def no_weight_decay(variables):
-    """The variables BERT trains without weight decay: LayerNorm scales/offsets and biases."""
-    return [v for v in variables if _NO_WEIGHT_DECAY.search(v.path)]
-
-
 class _SummedByTrainStep:
     """Mixin: gradients arrive summed over replicas; do not sum them again."""
 
@@ -50,7 +45,7 @@ class _Lamb(_SummedByTrainStep, Lamb):
 
 
 def create_optimizer(name, learning_rate, trainable_variables, weight_decay_rate=0.01,
-                     clip_norm=1.0, loss_scaling=False):
+                     clip_norm=1.0, loss_scaling=False, summed_by_train_step=True):
     """A built optimizer for `trainable_variables`.
 
     Args:
@@ -62,17 +57,21 @@ def create_optimizer(name, learning_rate, trainable_variables, weight_decay_rate
       weight_decay_rate: Google's 0.01.
       clip_norm: clip the global gradient norm to this (Google: 1.0); None or 0 disables.
       loss_scaling: wrap in `keras.optimizers.LossScaleOptimizer` (float16 training).
+      summed_by_train_step: the caller's train step sums gradients over replicas itself (the
+        pre-training trainer); False for `Model.fit`, where the optimizer sums them.
     """
     clipping = {"global_clipnorm": clip_norm} if clip_norm else {}
+    adamw, lamb = (_AdamW, _Lamb) if summed_by_train_step else (keras.optimizers.AdamW, Lamb)
     if name == "adamw":
-        optimizer = _AdamW(learning_rate=learning_rate, weight_decay=weight_decay_rate,
-                           beta_1=0.9, beta_2=0.999, epsilon=1e-6, name="adamw", **clipping)
+        optimizer = adamw(learning_rate=learning_rate, weight_decay=weight_decay_rate,
+                          beta_1=0.9, beta_2=0.999, epsilon=1e-6, name="adamw", **clipping)
     elif name == "lamb":
-        optimizer = _Lamb(learning_rate=learning_rate, weight_decay_rate=weight_decay_rate,
-                          beta_1=0.9, beta_2=0.999, epsilon=1e-6, name="lamb", **clipping)
+        optimizer = lamb(learning_rate=learning_rate, weight_decay_rate=weight_decay_rate,
+                         beta_1=0.9, beta_2=0.999, epsilon=1e-6, name="lamb", **clipping)
     else:
         raise ValueError(f"Unknown optimizer {name!r}; choose one of {OPTIMIZERS}")
-    optimizer.exclude_from_weight_decay(var_list=no_weight_decay(trainable_variables))
+    optimizer.exclude_from_weight_decay(
+        var_list=[v for v in trainable_variables if _NO_WEIGHT_DECAY.search(v.path)])
     if loss_scaling:
         optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
     optimizer.build(trainable_variables)
