@@ -187,7 +187,10 @@ class BertTokenizer(tf.Module):
             words = self.basic_tokenizer.split_to_codepoints(texts)
         word_chars = words.values                       # [all words, chars]
         word_strings = tf.strings.unicode_encode(word_chars, "UTF-8")
-        pieces, piece_starts, piece_ends = self._wordpiece.tokenize_with_offsets(word_strings)
+        if with_offsets:
+            pieces, piece_starts, piece_ends = self._wordpiece.tokenize_with_offsets(word_strings)
+        else:
+            pieces = self._wordpiece.tokenize(word_strings)
 
         too_long = word_chars.row_lengths() > MAX_CHARS_PER_WORD
         # A word of more than 100 characters (but at most 400 bytes) may have been split into
