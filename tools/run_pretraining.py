@@ -132,6 +132,12 @@ def _input_problems():
         problems.append("--eval_input_file (records) or --input_file is required to evaluate")
     if FLAGS.export_dir and not FLAGS.vocab_file:
         problems.append("--export_dir needs --vocab_file (the SavedModel carries it)")
+    # Exports are versioned by the global step: without training, only a checkpoint of this
+    # job (step > 0) has one; weights from --init_checkpoint are at step 0.
+    if (FLAGS.export_dir and not FLAGS.do_train and FLAGS.output_dir
+            and not os.path.exists(os.path.join(FLAGS.output_dir, "checkpoint"))):
+        problems.append("--export_dir with --nodo_train exports the checkpoint in --output_dir, "
+                        "which has none (export converted weights with export_savedmodel.py)")
     return problems
 
 
@@ -239,11 +245,11 @@ class _HeldOutEvaluation:
         self.steps = math.ceil(self.num_records / FLAGS.eval_batch_size)
         self.step, self.metrics = None, None
 
-    def __call__(self, step=None):
+    def __call__(self):
         import tensorflow as tf
 
         from bert_tf.data.pretraining_dataset import evaluation_dataset, naming_bad_input_files
-        from bert_tf.training.pretraining_trainer import write_scalars
+        from bert_tf.training.summaries import write_scalars
 
         with naming_bad_input_files(self.files, self.seq_length, self.predictions):
             self.metrics = self.trainer.evaluate(
@@ -350,7 +356,8 @@ def main(argv):
                 save_checkpoints_steps=FLAGS.save_checkpoints_steps,
                 keep_checkpoint_max=FLAGS.keep_checkpoint_max,
                 init_checkpoint=FLAGS.init_checkpoint,
-                after_checkpoint=evaluation if FLAGS.eval_every_checkpoint else None)
+                after_checkpoint=(lambda step: evaluation()) if FLAGS.eval_every_checkpoint
+                else None)
     elif tf.train.latest_checkpoint(FLAGS.output_dir):
         trainer.restore(tf.train.latest_checkpoint(FLAGS.output_dir))
     elif FLAGS.init_checkpoint:

@@ -106,11 +106,14 @@ def read_records(path):
     return tf.data.TFRecordDataset(path, compression_type(path))
 
 
+def _files_with_compression(files):
+    """A dataset of `(path, compression_type)`, what `tf.data.TFRecordDataset` takes."""
+    return tf.data.Dataset.from_tensor_slices((files, [compression_type(path) for path in files]))
+
+
 def _read_records_of_files(files):
     """The records of `files`, one after the other, each file with its own compression."""
-    return tf.data.Dataset.from_tensor_slices(
-        (files, [compression_type(path) for path in files])).flat_map(
-            tf.data.TFRecordDataset)
+    return _files_with_compression(files).flat_map(tf.data.TFRecordDataset)
 
 
 def record_lengths(path):
@@ -183,9 +186,7 @@ def training_dataset(files, global_batch_size, max_seq_length, max_predictions_p
     if shard_files:
         files = files[pipeline_id::num_pipelines]
     # As Google's run_pretraining.py: shuffle the files, read several at once, shuffle records.
-    filenames = tf.data.Dataset.from_tensor_slices(
-        (files, [compression_type(path) for path in files])).shuffle(
-            len(files), seed=seed).repeat()
+    filenames = _files_with_compression(files).shuffle(len(files), seed=seed).repeat()
     records = filenames.interleave(
         tf.data.TFRecordDataset, cycle_length=min(len(files), _MAX_PARALLEL_FILES),
         num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)

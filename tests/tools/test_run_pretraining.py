@@ -152,6 +152,13 @@ def test_without_the_other_input_flags_it_lists_what_is_missing(data):
     for message in ("--input_file (records) and --input_text_file (raw text) exclude each other",
                     "--input_text_file needs --vocab_file"):
         assert message in result.stderr
+    result = run_tool(TOOL, f"--bert_config_file={data['config']}", "--output_dir=/tmp/unused",
+                      "--nodo_train", "--do_eval", f"--eval_input_file={data['heldout']}",
+                      "--init_checkpoint=/tmp/converted", "--vocab_file=vocab.txt",
+                      "--export_dir=/tmp/unused/export")
+    assert result.returncode != 0
+    assert ("--export_dir with --nodo_train exports the checkpoint in --output_dir, which has "
+            "none") in result.stderr
 
 
 def test_flags_must_match_the_records(data, tmp_path):
