@@ -183,9 +183,9 @@ def squad_examples(articles, path, is_training, version_2_with_negative=False,
                 raise SquadFormatError(f"{paragraph_where}: empty context" +
                                        (f" (question {first})" if first else ""))
             for question_index, qa in enumerate(qas):
-                qas_id = _field(qa, "id", (str, int),
-                                f"{paragraph_where}, question {question_index}")
-                qas_id = str(qas_id)
+                # A string, as in SQuAD's files: the official evaluation looks predictions
+                # up by the id exactly as the file has it.
+                qas_id = _field(qa, "id", str, f"{paragraph_where}, question {question_index}")
                 qa_where = f"{paragraph_where}, question {qas_id}"
                 if qas_id in seen:
                     raise SquadFormatError(f"{qa_where}: the id is used by an earlier question")

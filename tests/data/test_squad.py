@@ -220,6 +220,8 @@ def _broken(tmp_path, edit):
      True, r"question tokyo, answer 0: 'answer_start' must be int, got str"),
     (lambda d: d["data"][1]["paragraphs"][0]["qas"][1].pop("id"), False,
      r"article 1 \(Tokyo\), paragraph 0, question 1 has no 'id'"),
+    (lambda d: d["data"][1]["paragraphs"][0]["qas"][1].update(id=7), False,
+     r"article 1 \(Tokyo\), paragraph 0, question 1: 'id' must be str, got int"),
     (lambda d: d["data"][1]["paragraphs"][0].update(context="  "), False,
      r"article 1 \(Tokyo\), paragraph 0: empty context \(question tokyo\)"),
     (lambda d: d["data"][2]["paragraphs"][0]["qas"][0].update(id="zurich"), False,
