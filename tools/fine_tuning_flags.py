@@ -21,8 +21,7 @@ import os
 
 from absl import app, flags
 
-MIXED_PRECISION_POLICIES = {"float32": None, "bfloat16": "mixed_bfloat16",
-                            "float16": "mixed_float16"}
+from bert_tf.training.pretraining_trainer import MIXED_PRECISION
 
 flags.DEFINE_string("bert_config_file", None, "The encoder's bert_config.json; defaults to the "
                     "one beside --init_checkpoint.")
@@ -46,7 +45,7 @@ flags.DEFINE_float("learning_rate", 5e-5, "Peak learning rate of AdamW.")
 flags.DEFINE_float("num_train_epochs", 3.0, "Passes over the training data (may be fractional).")
 flags.DEFINE_float("warmup_proportion", 0.1, "Share of the steps with a linear warmup.")
 flags.DEFINE_integer("save_checkpoints_steps", 1000, "Checkpoint every this many steps.")
-flags.DEFINE_enum("mixed_precision", "float32", list(MIXED_PRECISION_POLICIES),
+flags.DEFINE_enum("mixed_precision", "float32", list(MIXED_PRECISION),
                   "Compute dtype of the encoder (bfloat16 is faster on CPUs with AMX/AVX512-BF16 "
                   "and on TPUs; float32 keeps the reference numerics).")
 flags.DEFINE_bool("jit_compile", False, "Compile the train step with XLA (one compilation per "
@@ -101,7 +100,8 @@ def vocab_file_from_flags():
 
 def encoder_from_flags():
     """The `BertEncoder` to fine-tune, in the --mixed_precision policy: restored from
-    --init_checkpoint when given, else freshly initialised from --bert_config_file."""
+    --init_checkpoint when given, else freshly initialised from --bert_config_file. Raises
+    `app.UsageError` when --max_seq_length exceeds its max_position_embeddings."""
     import keras
 
     from bert_tf.checkpoints import load_encoder
@@ -109,11 +109,19 @@ def encoder_from_flags():
     from bert_tf.models.bert_encoder import BertEncoder
 
     keras.utils.set_random_seed(FLAGS.seed)
-    dtype = MIXED_PRECISION_POLICIES[FLAGS.mixed_precision]
+    dtype = MIXED_PRECISION[FLAGS.mixed_precision]
     if FLAGS.init_checkpoint:
-        return load_encoder(FLAGS.init_checkpoint, FLAGS.bert_config_file, dtype=dtype)
-    logger.warning("No --init_checkpoint: fine-tuning an encoder with random weights")
-    return BertEncoder(BertConfig.from_json_file(FLAGS.bert_config_file), dtype=dtype)
+        encoder = load_encoder(FLAGS.init_checkpoint, FLAGS.bert_config_file, dtype=dtype)
+    else:
+        logger.warning("No --init_checkpoint: fine-tuning an encoder with random weights")
+        encoder = BertEncoder(BertConfig.from_json_file(FLAGS.bert_config_file), dtype=dtype)
+    # Batches are padded only to their longest example, so a too-long --max_seq_length would
+    # otherwise fail at the first long batch, deep into training.
+    if FLAGS.max_seq_length > encoder.config.max_position_embeddings:
+        raise app.UsageError(f"--max_seq_length {FLAGS.max_seq_length} exceeds the encoder's "
+                             f"max_position_embeddings "
+                             f"({encoder.config.max_position_embeddings})")
+    return encoder
 
 
 def prepare_output_dir(encoder, vocab_file):
@@ -182,6 +190,15 @@ def restore_for_inference(tuner):
                              f"checkpoint in --output_dir {FLAGS.output_dir}; it has none")
 
 
+def write_json(name, value, **dump_options):
+    """Writes `value` as indented JSON to --output_dir/`name`; returns the path."""
+    path = os.path.join(FLAGS.output_dir, name)
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(value, f, indent=2, **dump_options)
+        f.write("\n")
+    return path
+
+
 def write_results(name, results, step):
     """Writes `results` ({metric: number}) to --output_dir/`name` as JSON (with the step) and
     as TensorBoard scalars under --output_dir/eval; returns the JSON path."""
@@ -189,10 +206,7 @@ def write_results(name, results, step):
 
     from bert_tf.training.summaries import write_scalars
 
-    path = os.path.join(FLAGS.output_dir, name)
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump({"global_step": step, **results}, f, indent=2, sort_keys=True)
-        f.write("\n")
+    path = write_json(name, {"global_step": step, **results}, sort_keys=True)
     writer = tf.summary.create_file_writer(os.path.join(FLAGS.output_dir, "eval"))
     write_scalars(writer, step, {key: value for key, value in results.items()
                                  if isinstance(value, (int, float))})

@@ -78,10 +78,10 @@ def _windows(sentences, tokenizer, tags=None, description=""):
     return windows
 
 
-def _predict_tags(tuner, windows, labels):
+def _predict_tags(tuner, windows, labels, batch_size):
     from bert_tf.data.dynamic_padding import padded_batches
 
-    batches = padded_batches(windows.dataset(), FLAGS.eval_batch_size, FLAGS.max_seq_length)
+    batches = padded_batches(windows.dataset(), batch_size, FLAGS.max_seq_length)
     logits = tuner.predict(batches, FLAGS.max_seq_length, sequence_outputs=("logits",))["logits"]
     return [[labels[i] for i in sentence] for sentence in windows.word_predictions(logits)]
 
@@ -130,7 +130,7 @@ def run(tokenizer_vocab):
 
     if FLAGS.do_eval:
         path, sentences, windows = data["eval"]
-        predicted = _predict_tags(tuner, windows, labels)
+        predicted = _predict_tags(tuner, windows, labels, FLAGS.eval_batch_size)
         results = entity_scores([s.tags for s in sentences], predicted)
         results["data"] = {"file": path, "words": sum(len(s.rows) for s in sentences),
                            **windows.counts()}
@@ -145,7 +145,8 @@ def run(tokenizer_vocab):
     if FLAGS.do_predict:
         _, sentences, windows = data["predict"]
         output = os.path.join(FLAGS.output_dir, "test_predictions.txt")
-        conll.write_conll_predictions(output, sentences, _predict_tags(tuner, windows, labels))
+        conll.write_conll_predictions(output, sentences, _predict_tags(tuner, windows, labels,
+                                                                    FLAGS.predict_batch_size))
         print(f"Wrote predictions for {len(sentences)} sentences to {output}")
 
 

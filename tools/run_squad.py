@@ -25,7 +25,6 @@ Example (MiniLM from its Hugging Face directory):
         --max_seq_length=384 --doc_stride=128 --num_train_epochs=2 --output_dir=/tmp/squad
 """
 
-import json
 import logging
 import os
 import sys
@@ -132,19 +131,13 @@ def _predict_answers(tuner, examples, features):
         for example, example_windows in zip(examples, windows)}
 
 
-def _write_json(name, value):
-    path = os.path.join(FLAGS.output_dir, name)
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(value, f, indent=2, ensure_ascii=False)
-        f.write("\n")
-    return path
-
-
-def _write_predictions(answers):
-    _write_json("predictions.json", {qid: answer["text"] for qid, answer in answers.items()})
-    _write_json("nbest_predictions.json", {qid: answer["nbest"] for qid, answer in answers.items()})
-    if FLAGS.version_2_with_negative:
-        _write_json("null_odds.json", _null_odds(answers))
+def _write_predictions(answers, predictions, null_odds):
+    common.write_json("predictions.json", predictions, ensure_ascii=False)
+    common.write_json("nbest_predictions.json",
+                      {qid: answer["nbest"] for qid, answer in answers.items()},
+                      ensure_ascii=False)
+    if null_odds is not None:
+        common.write_json("null_odds.json", null_odds, ensure_ascii=False)
     logger.info("Wrote predictions for %d questions to %s", len(answers), FLAGS.output_dir)
 
 
@@ -154,12 +147,11 @@ def _null_odds(answers):
     return {qid: min(answer["null_score_diff"], 1e30) for qid, answer in answers.items()}
 
 
-def _evaluate(articles, answers):
+def _evaluate(articles, predictions, null_odds):
     from bert_tf.metrics.squad import evaluate_squad_v1, evaluate_squad_v2
 
-    predictions = {qid: answer["text"] for qid, answer in answers.items()}
-    if FLAGS.version_2_with_negative:
-        return evaluate_squad_v2(articles, predictions, _null_odds(answers))
+    if null_odds is not None:
+        return evaluate_squad_v2(articles, predictions, null_odds)
     return evaluate_squad_v1(articles, predictions)
 
 
@@ -188,10 +180,6 @@ def main(argv):
         return 1
 
     encoder = common.encoder_from_flags()
-    if FLAGS.max_seq_length > encoder.config.max_position_embeddings:
-        raise app.UsageError(f"run_squad: --max_seq_length {FLAGS.max_seq_length} exceeds the "
-                             f"encoder's max_position_embeddings "
-                             f"({encoder.config.max_position_embeddings})")
     common.prepare_output_dir(encoder, vocab_file)
     # The paper's loss: the mean of the start and end cross-entropies.
     cross_entropy = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
@@ -210,9 +198,12 @@ def main(argv):
     if predict:
         articles, examples, features = predict
         answers = _predict_answers(tuner, examples, features)
-        _write_predictions(answers)
+        predictions = {qid: answer["text"] for qid, answer in answers.items()}
+        null_odds = _null_odds(answers) if FLAGS.version_2_with_negative else None
+        _write_predictions(answers, predictions, null_odds)
         if FLAGS.do_eval:
-            results = {**_evaluate(articles, answers), "num_questions": len(examples),
+            results = {**_evaluate(articles, predictions, null_odds),
+                       "num_questions": len(examples),
                        "num_features": len(features)}
             path = common.write_results("eval_results.json", results, tuner.step)
             logger.info("Eval results (%s): %s", path, results)

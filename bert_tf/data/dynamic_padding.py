@@ -31,9 +31,7 @@ def trim_padding(element, max_seq_length, pad_to_multiple_of=DEFAULT_MULTIPLE):
     one) to its longest `input_mask`, rounded up to `pad_to_multiple_of` (at most
     `max_seq_length`)."""
     features = element if isinstance(element, dict) else element[0]
-    mask = features["input_mask"]
-    longest = tf.reduce_max(tf.reduce_sum(tf.cast(mask, tf.int32), axis=-1))
-    length = _rounded_length(longest, max_seq_length, pad_to_multiple_of)
+    length = _rounded_length(_longest_example(features), max_seq_length, pad_to_multiple_of)
 
     def trim(tensor):
         if tensor.shape.rank and tensor.shape[-1] == max_seq_length:
@@ -43,8 +41,9 @@ def trim_padding(element, max_seq_length, pad_to_multiple_of=DEFAULT_MULTIPLE):
     return tf.nest.map_structure(trim, element)
 
 
-def _example_length(features):
-    # For [choices, seq] masks, the longest choice decides the padded length.
+def _longest_example(features):
+    """The longest `input_mask` in `features`: of one example, or of a batch; for
+    `[choices, seq]` masks the longest choice decides the padded length."""
     return tf.reduce_max(tf.reduce_sum(tf.cast(features["input_mask"], tf.int32), axis=-1))
 
 
@@ -57,7 +56,7 @@ def bucketed_batches(dataset, batch_size, max_seq_length, pad_to_multiple_of=DEF
     """
     boundaries = list(range(pad_to_multiple_of + 1, max_seq_length + 1, pad_to_multiple_of))
     bucketed = dataset.bucket_by_sequence_length(
-        lambda features, *rest: _example_length(features),
+        lambda features, *rest: _longest_example(features),
         bucket_boundaries=boundaries, bucket_batch_sizes=[batch_size] * (len(boundaries) + 1),
         drop_remainder=drop_remainder)
     return bucketed.map(_trimmer(max_seq_length, pad_to_multiple_of),

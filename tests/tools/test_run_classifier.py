@@ -157,7 +157,8 @@ def test_without_training_it_evaluates_the_checkpoint_in_output_dir(workspace, s
 
     empty = tmp_path / "untrained"
     result = run_tool("run_classifier.py", *workspace["model"], "--task_name=SST-2",
-                      f"--data_dir={workspace['sst2']}", f"--output_dir={empty}", "--do_eval")
+                      f"--data_dir={workspace['sst2']}", f"--output_dir={empty}",
+                      f"--max_seq_length={SEQ}", "--do_eval")
     assert result.returncode != 0
     assert "needs a fine-tuned checkpoint in --output_dir" in result.stderr
 
@@ -276,6 +277,17 @@ def test_flag_errors(workspace, tmp_path):
                       "--do_eval")
     assert result.returncode != 0
     assert "--do_eval needs --task_name; --do_eval needs --data_dir" in result.stderr
+
+
+def test_a_max_seq_length_beyond_the_position_embeddings_is_refused(workspace, tmp_path):
+    result = run_tool("run_classifier.py", *workspace["model"], "--task_name=SST-2",
+                      f"--data_dir={workspace['sst2']}", f"--output_dir={tmp_path / 'out'}",
+                      "--do_train", "--max_seq_length=513")
+    assert result.returncode != 0
+    limit = tiny_config().max_position_embeddings
+    assert (f"--max_seq_length 513 exceeds the encoder's max_position_embeddings ({limit})"
+            in result.stderr)
+    assert not (tmp_path / "out").exists()  # refused before anything was written
 
 
 def test_minilm_fine_tunes_on_real_sst2(tmp_path):
