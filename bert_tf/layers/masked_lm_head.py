@@ -56,12 +56,18 @@ class MaskedLMHead(keras.layers.Layer):
         self.built = True
 
     def call(self, sequence_output, masked_lm_positions, embedding_table):
-        # [batch, seq, hidden] at [batch, predictions] -> [batch, predictions, hidden].
-        gathered = tf.gather(tf.cast(sequence_output, tf.float32),
-                             tf.cast(masked_lm_positions, tf.int32), batch_dims=1)
+        # [batch, seq, hidden] at [batch, predictions] -> [batch * predictions, hidden]: the
+        # predictions as rows of one 2-D matrix. A [batch, predictions, hidden] x [hidden, vocab]
+        # product would be a broadcasting BatchMatMul, whose gradient for the table materialises
+        # one [vocab, hidden] product per sequence and then sums them (measured on bert_mini,
+        # batch 32: ~300 ms of a 900 ms training step, against ~40 ms as one 2-D MatMul).
+        positions = tf.cast(masked_lm_positions, tf.int32)
+        gathered = tf.reshape(tf.gather(tf.cast(sequence_output, tf.float32), positions,
+                                        batch_dims=1), [-1, self.hidden_size])
         hidden = self.transform_layer_norm(self._activation_fn(self.transform(gathered)))
         logits = tf.matmul(hidden, tf.cast(embedding_table, tf.float32), transpose_b=True)
-        return logits + self.output_bias
+        logits = tf.nn.bias_add(logits, self.output_bias)
+        return tf.reshape(logits, tf.concat([tf.shape(positions), [self.vocab_size]], axis=0))
 
     def compute_output_shape(self, sequence_output_shape, masked_lm_positions_shape,
                              embedding_table_shape=None):

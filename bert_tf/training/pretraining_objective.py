@@ -28,8 +28,17 @@ METRICS = ("loss", "masked_lm_loss", "masked_lm_accuracy", "next_sentence_loss",
 _DENOMINATOR_EPSILON = 1e-5
 
 
-def _correct(logits, labels):
-    return tf.cast(tf.equal(tf.argmax(logits, axis=-1, output_type=tf.int32), labels), tf.float32)
+# XLA-compiled even inside a train step that is not: over [predictions, vocab] logits, TF's own
+# CPU kernels for the cross-entropy (and its gradient) and the argmax take ~4x the time of
+# XLA's fused loops (measured on bert_mini, batch 32: ~90 ms of a ~880 ms step saved).
+@tf.function(jit_compile=True)
+def _weighted_sums(logits, labels, weights):
+    """`(sum of weights x cross-entropy, sum of weights x correct)` of `logits [..., classes]`
+    against the int32 `labels` (`weights` has their shape)."""
+    losses = tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits)
+    correct = tf.cast(tf.equal(tf.argmax(logits, axis=-1, output_type=tf.int32), labels),
+                      tf.float32)
+    return tf.reduce_sum(weights * losses), tf.reduce_sum(weights * correct)
 
 
 def pretraining_statistics(outputs, features):
@@ -41,23 +50,20 @@ def pretraining_statistics(outputs, features):
         `input_mask`). An example whose `input_mask` is all zeros is padding (evaluation
         completes its last batch with such) and counts for nothing.
     """
-    mlm_labels = tf.cast(features["masked_lm_ids"], tf.int32)
     mlm_weights = tf.cast(features["masked_lm_weights"], tf.float32)
-    mlm_loss = tf.nn.sparse_softmax_cross_entropy_with_logits(
-        labels=mlm_labels, logits=outputs["mlm_logits"])
-    nsp_labels = tf.cast(features["next_sentence_labels"], tf.int32)
-    nsp_loss = tf.nn.sparse_softmax_cross_entropy_with_logits(
-        labels=nsp_labels, logits=outputs["next_sentence_logits"])
+    mlm_loss_sum, mlm_correct = _weighted_sums(
+        outputs["mlm_logits"], tf.cast(features["masked_lm_ids"], tf.int32), mlm_weights)
     # A real example's mask is 1 at [CLS] (position 0).
     example_weights = tf.cast(features["input_mask"][:, 0], tf.float32)
+    nsp_loss_sum, nsp_correct = _weighted_sums(
+        outputs["next_sentence_logits"], tf.cast(features["next_sentence_labels"], tf.int32),
+        example_weights)
     return {
-        "masked_lm_loss_sum": tf.reduce_sum(mlm_weights * mlm_loss),
-        "masked_lm_correct": tf.reduce_sum(mlm_weights * _correct(outputs["mlm_logits"],
-                                                                  mlm_labels)),
+        "masked_lm_loss_sum": mlm_loss_sum,
+        "masked_lm_correct": mlm_correct,
         "masked_lm_weight": tf.reduce_sum(mlm_weights),
-        "next_sentence_loss_sum": tf.reduce_sum(example_weights * nsp_loss),
-        "next_sentence_correct": tf.reduce_sum(
-            example_weights * _correct(outputs["next_sentence_logits"], nsp_labels)),
+        "next_sentence_loss_sum": nsp_loss_sum,
+        "next_sentence_correct": nsp_correct,
         "examples": tf.reduce_sum(example_weights),
     }
 

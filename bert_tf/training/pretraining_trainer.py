@@ -93,6 +93,9 @@ class PretrainingTrainer:
             "global_step": self.global_step,
             # Keras keeps each dropout layer's RNG state in a variable no layer tracks.
             "dropout_rng": list(self.model.non_trainable_variables)})
+        # Not jit_compile=False: that would also keep the parts XLA compiles on their own
+        # (`pretraining_objective`'s loss) from being compiled.
+        jit_compile = True if jit_compile else None
         self._gradients = tf.function(self._accumulated_gradients, jit_compile=jit_compile)
         self._evaluation_statistics = tf.function(self._batch_statistics,
                                                   jit_compile=jit_compile)

@@ -35,6 +35,44 @@ def test_attention_ignores_masked_positions():
     np.testing.assert_allclose(layer(x, mask)[:, :3], layer(perturbed, mask)[:, :3], atol=1e-5)
 
 
+def _textbook_attention(layer, x, mask):
+    """Multi-head attention as the paper writes it: 2-D projections, heads by reshape."""
+    batch, seq, hidden = x.shape
+    heads, size = layer.num_heads, layer.head_size
+
+    def project(dense):
+        y = tf.matmul(tf.reshape(x, [-1, hidden]), dense.kernel) + dense.bias
+        return tf.transpose(tf.reshape(y, [batch, seq, heads, size]), [0, 2, 1, 3])
+    scores = tf.matmul(project(layer.query), project(layer.key), transpose_b=True) / size ** 0.5
+    scores += (1.0 - tf.cast(mask[:, None, None, :], tf.float32)) * -10000.0
+    context = tf.matmul(tf.nn.softmax(scores), project(layer.value))
+    return tf.reshape(tf.transpose(context, [0, 2, 1, 3]), [batch, seq, hidden])
+
+
+@pytest.mark.parametrize("jit_compile", [False, True])
+def test_attention_and_its_gradients_equal_the_textbook_formulation(jit_compile):
+    layer = BertSelfAttention(hidden_size=12, num_heads=3)
+    x = tf.random.normal([2, 5, 12], seed=1)
+    mask = tf.constant([[1] * 5, [1, 1, 1, 0, 0]])
+    weights = tf.random.normal([2, 5, 12], seed=2)
+    layer(x, mask)
+
+    @tf.function(jit_compile=jit_compile)
+    def outputs_and_gradients(attention):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            outputs = attention(x)
+            objective = tf.reduce_sum(outputs * weights)
+        return outputs, tape.gradient(objective, [x] + layer.trainable_variables)
+
+    ours = outputs_and_gradients(lambda x: layer(x, mask))
+    textbook = outputs_and_gradients(lambda x: _textbook_attention(layer, x, mask))
+    np.testing.assert_allclose(ours[0], textbook[0], atol=1e-5)
+    for variable, a, b in zip(["inputs"] + [v.path for v in layer.trainable_variables],
+                              ours[1], textbook[1], strict=True):
+        np.testing.assert_allclose(a, b, atol=1e-5, err_msg=variable)
+
+
 def test_embeddings_reject_sequences_longer_than_the_position_table():
     layer = BertEmbeddings(vocab_size=10, hidden_size=8, max_position_embeddings=4)
     ids = tf.zeros([1, 5], tf.int32)

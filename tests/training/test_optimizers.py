@@ -6,7 +6,7 @@ import tensorflow as tf
 from bert_tf import BertConfig, BertEncoder
 from bert_tf.models.bert_pretrainer import BertPretrainer
 from bert_tf.training.lamb import Lamb
-from bert_tf.training.optimizers import create_optimizer
+from bert_tf.training.optimizers import FusedAdamW, create_optimizer
 
 TINY = BertConfig(vocab_size=20, hidden_size=8, num_hidden_layers=1, num_attention_heads=2,
                   intermediate_size=16, max_position_embeddings=8)
@@ -99,3 +99,31 @@ def test_float16_gets_dynamic_loss_scaling(variables):
 def test_unknown_optimizer_is_named(variables):
     with pytest.raises(ValueError, match="Unknown optimizer 'sgd'"):
         create_optimizer("sgd", 1e-3, variables)
+
+
+@pytest.mark.parametrize("summed_by_train_step", [False, True])
+def test_fused_adamw_takes_the_steps_of_keras_adamw(summed_by_train_step):
+    rng = np.random.default_rng(0)
+    initial = {"dense/kernel": rng.normal(size=(4, 3)), "dense/bias": rng.normal(size=3)}
+    gradients = [{name: rng.normal(size=value.shape) for name, value in initial.items()}
+                 for _ in range(5)]
+    schedule = keras.optimizers.schedules.PolynomialDecay(0.1, 5, 0.01)
+    results = []
+    for make in (lambda variables: create_optimizer(
+                     "adamw", schedule, variables, clip_norm=None,
+                     summed_by_train_step=summed_by_train_step),
+                 lambda variables: keras.optimizers.AdamW(
+                     learning_rate=schedule, weight_decay=0.01, beta_1=0.9, beta_2=0.999,
+                     epsilon=1e-6)):
+        variables = [keras.Variable(value.astype(np.float32), name=name.split("/")[1])
+                     for name, value in initial.items()]
+        optimizer = make(variables)
+        if not isinstance(optimizer, FusedAdamW):  # the reference: the same exclusion
+            optimizer.exclude_from_weight_decay(var_list=[variables[1]])
+        for step in gradients:
+            optimizer.apply([tf.constant(step[name], tf.float32) for name in initial],
+                            variables)
+        results.append([v.numpy() for v in variables])
+    for fused, reference in zip(*results, strict=True):
+        np.testing.assert_allclose(fused, reference, rtol=1e-5, atol=1e-6)
+    assert not np.allclose(results[0][0], initial["dense/kernel"])  # it did move
