@@ -35,8 +35,9 @@ class FusedAdamW(keras.optimizers.AdamW):
 
     `ResourceApplyAdam` computes exactly Keras' update (bias-corrected step size
     `lr * sqrt(1 - beta_2^t) / (1 - beta_1^t)`, epsilon added to `sqrt(v)`) in one pass over
-    the variable and its two moments, where Keras' element-wise ops make six. On a CPU that
-    is ~7% of a bert_mini pre-training step (batch 32, seq 128). Weight decay stays Keras'.
+    the variable and its two moments, where Keras' element-wise ops make six: an update of
+    bert_mini's variables (with clipping and weight decay, which stay Keras') takes 24 ms
+    instead of 44 on two CPU cores.
 
     Example:
         >>> optimizer = FusedAdamW(learning_rate=1e-4, weight_decay=0.01, epsilon=1e-6)
