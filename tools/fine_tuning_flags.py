@@ -53,15 +53,31 @@ flags.DEFINE_bool("jit_compile", False, "Compile the train step with XLA (one co
 flags.DEFINE_integer("seed", 12345, "Seed of the head's initial weights, dropout and shuffling.")
 FLAGS = flags.FLAGS
 
+# The flag of the file each mode reads from --data_dir (tools with `define_data_file_flags`).
+DATA_FILE_FLAGS = {"train": "train_file", "eval": "eval_file", "predict": "predict_file"}
+
 logger = logging.getLogger("bert_tf.tools")
 
 
-def check_flags(tool, data_flags):
-    """Raises `app.UsageError` listing every missing or invalid common flag.
+def define_data_file_flags(kind, train, eval, predict, predict_note=""):
+    """Defines --data_dir (a directory of `kind` files) and --train_file, --eval_file,
+    --predict_file with these default names in it (`DATA_FILE_FLAGS`)."""
+    flags.DEFINE_string("data_dir", None, f"Directory of the {kind} files.")
+    flags.DEFINE_string("train_file", train, "Training file, in --data_dir (or a path).")
+    flags.DEFINE_string("eval_file", eval, "Evaluation file (with labels), in --data_dir.")
+    flags.DEFINE_string("predict_file", predict, "File to predict, in --data_dir" + predict_note
+                        + ".")
+
+
+def check_flags(tool, data_flags, data_files=None, tool_problems=()):
+    """Raises `app.UsageError` listing every missing or invalid common flag and `tool_problems`
+    (the tool's own), so that one run shows all of them.
 
     `data_flags` maps each of "train", "eval", "predict" to the flag(s) that tool needs for it,
-    e.g. `{"train": ["data_dir"], ...}`."""
-    problems = []
+    e.g. `{"train": ["data_dir"], ...}`; `data_files` maps them to the flag of the file they read
+    in --data_dir (`data_path`), which must exist: checked before minutes of model loading and
+    training, not after."""
+    problems = list(tool_problems)
     if not (FLAGS.do_train or FLAGS.do_eval or FLAGS.do_predict):
         problems.append("nothing to do: give --do_train, --do_eval and/or --do_predict")
     if not FLAGS.output_dir:
@@ -82,8 +98,14 @@ def check_flags(tool, data_flags):
     if not 0 <= FLAGS.warmup_proportion <= 1:
         problems.append(f"--warmup_proportion must be in [0, 1], got {FLAGS.warmup_proportion}")
     for mode, names in data_flags.items():
-        if FLAGS[f"do_{mode}"].value:
-            problems += [f"--do_{mode} needs --{name}" for name in names if not FLAGS[name].value]
+        if not FLAGS[f"do_{mode}"].value:
+            continue
+        missing = [f"--do_{mode} needs --{name}" for name in names if not FLAGS[name].value]
+        problems += missing
+        name = (data_files or {}).get(mode)
+        if name and not missing and not os.path.isfile(data_path(name)):
+            problems.append(f"--do_{mode}: {data_path(name)} (--data_dir/--{name}) does not "
+                            f"exist")
     if problems:
         raise app.UsageError(f"{tool}: " + "; ".join(problems))
 
@@ -127,13 +149,9 @@ def encoder_from_flags():
 def prepare_output_dir(encoder, vocab_file):
     """Creates --output_dir with `bert_config.json` and `vocab.txt`, so that the checkpoints
     written there are complete for `export_savedmodel.py` and as an --init_checkpoint."""
-    import shutil
+    from bert_tf.checkpoints.tf2 import write_model_files
 
-    os.makedirs(FLAGS.output_dir, exist_ok=True)
-    encoder.config.to_json_file(os.path.join(FLAGS.output_dir, "bert_config.json"))
-    target = os.path.join(FLAGS.output_dir, "vocab.txt")
-    if os.path.abspath(vocab_file) != os.path.abspath(target):
-        shutil.copyfile(vocab_file, target)
+    write_model_files(FLAGS.output_dir, encoder.config, vocab_file)
 
 
 def num_train_steps(num_examples):

@@ -30,7 +30,6 @@ Example (MiniLM on 2 CPU cores with AMX; bfloat16 trains ~2.3x faster than float
         --output_dir=/models/sst2 --label_names=0,1
 """
 
-import math
 import os
 import sys
 
@@ -47,7 +46,6 @@ flags.DEFINE_string("data_dir", None, "The task's directory of GLUE TSV files (t
 FLAGS = flags.FLAGS
 
 TOOL = "run_classifier"
-_TOKENIZE_BATCH = 256
 
 
 def _read(task, mode):
@@ -73,27 +71,22 @@ def _raw_examples(examples, task, with_labels):
 
 
 def _packed(raw_examples, preprocessor):
-    """Tokenizes and packs raw examples in-graph, many per call (tf.text's ops cost much less per
-    text on a batch), into unbatched `features` or `(features, {"logits": label})`."""
-    import tensorflow as tf
+    """Tokenizes and packs raw examples in-graph into unbatched `features` or
+    `(features, {"logits": label})`."""
+    from bert_tf.data.chunked_packing import pack_in_chunks
 
     def pack(batch):
         features = preprocessor(batch["texts"])
         return (features, {"logits": batch["label"]}) if "label" in batch else features
-    return (raw_examples.batch(_TOKENIZE_BATCH).map(pack, num_parallel_calls=tf.data.AUTOTUNE)
-            .unbatch())
+    return pack_in_chunks(raw_examples, pack)
 
 
 def _logits(tuner, examples, preprocessor, task, batch_size):
     """The model's logits for every example, in file order."""
-    import tensorflow as tf
-
     from bert_tf.data.dynamic_padding import padded_batches
 
     features = _packed(_raw_examples(examples, task, with_labels=False), preprocessor)
-    # unbatch() loses the number of batches, which the progress bar shows.
-    batches = padded_batches(features, batch_size, FLAGS.max_seq_length).apply(
-        tf.data.experimental.assert_cardinality(math.ceil(len(examples) / batch_size)))
+    batches = padded_batches(features, batch_size, FLAGS.max_seq_length)
     return tuner.predict(batches, FLAGS.max_seq_length)["logits"]
 
 
@@ -111,14 +104,14 @@ def _evaluation(task, logits, labels):
     import numpy as np
 
     from bert_tf.metrics.glue import glue_metrics
+    from bert_tf.metrics.softmax import cross_entropy
 
     if task.is_regression:
         scores = logits[:, 0]
         return {**glue_metrics(task.name, labels, scores),
                 "loss": float(np.mean((scores - labels) ** 2))}
-    log_probabilities = logits - np.logaddexp.reduce(logits, axis=-1, keepdims=True)
-    loss = -np.mean(log_probabilities[np.arange(len(labels)), labels])
-    return {**glue_metrics(task.name, labels, logits.argmax(-1)), "loss": float(loss)}
+    return {**glue_metrics(task.name, labels, logits.argmax(-1)),
+            "loss": cross_entropy(logits, labels)}
 
 
 def _evaluate(tuner, task, evaluations, preprocessor):

@@ -30,10 +30,7 @@ from absl import app, flags  # noqa: E402
 
 import fine_tuning_flags as common  # noqa: E402
 
-flags.DEFINE_string("data_dir", None, "Directory of the SWAG CSV files.")
-flags.DEFINE_string("train_file", "train.csv", "Training file, in --data_dir (or a path).")
-flags.DEFINE_string("eval_file", "val.csv", "Evaluation file (with labels), in --data_dir.")
-flags.DEFINE_string("predict_file", "test.csv", "File to answer, in --data_dir.")
+common.define_data_file_flags("SWAG CSV", "train.csv", "val.csv", "test.csv")
 FLAGS = flags.FLAGS
 
 logger = logging.getLogger("bert_tf.tools")
@@ -63,10 +60,10 @@ def _write_predictions(path, examples, probabilities):
 
 def run(vocab_file):
     import keras
-    import numpy as np
-    import tensorflow as tf
 
-    from bert_tf.data.dynamic_padding import bucketed_batches, padded_batches
+    from bert_tf.data.dynamic_padding import padded_batches
+    from bert_tf.metrics.glue import accuracy
+    from bert_tf.metrics.softmax import cross_entropy, softmax
     from bert_tf.models.bert_multiple_choice import BertMultipleChoice
     from bert_tf.text.bert_preprocessor import BertPreprocessor
 
@@ -84,30 +81,25 @@ def run(vocab_file):
         model, len(train) if train else 1, loss={"logits": loss},
         metrics={"logits": [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]})
     if FLAGS.do_train:
-        def dataset_fn(start_step):
-            return bucketed_batches(train.dataset(preprocessor, shuffle_seed=FLAGS.seed),
-                                    FLAGS.train_batch_size, FLAGS.max_seq_length).skip(start_step)
-
-        tuner.train(dataset_fn)
+        tuner.train(common.training_batches_fn(train.texts(), len(train),
+                                               prepare=train.packing(preprocessor)))
     else:
         common.restore_for_inference(tuner)
 
-    def probabilities(examples, batch_size):
+    def logits(examples, batch_size):
         batches = padded_batches(examples.dataset(preprocessor), batch_size, FLAGS.max_seq_length)
-        return tf.nn.softmax(tuner.predict(batches, FLAGS.max_seq_length)["logits"]).numpy()
+        return tuner.predict(batches, FLAGS.max_seq_length)["logits"]
 
     if FLAGS.do_eval:
         path, examples, truncated = evaluation
-        scores = probabilities(examples, FLAGS.eval_batch_size)
-        labels = np.array(examples.labels)
+        scores = logits(examples, FLAGS.eval_batch_size)
         results = {
-            "accuracy": float((scores.argmax(-1) == labels).mean()),
-            "loss": float(-np.log(np.maximum(scores[np.arange(len(labels)), labels],
-                                             np.finfo(np.float32).tiny)).mean()),
+            "accuracy": accuracy(examples.labels, scores.argmax(-1)),
+            "loss": cross_entropy(scores, examples.labels),
             "data": {"file": path, "examples": len(examples),
                      "num_choices": examples.num_choices, "truncated_pairs": truncated}}
         _write_predictions(os.path.join(FLAGS.output_dir, "eval_predictions.csv"), examples,
-                           scores)
+                           softmax(scores))
         json_path = common.write_results("eval_results.json", results, tuner.step)
         logger.info("Accuracy %.4f over %d examples -> %s", results["accuracy"], len(examples),
                     json_path)
@@ -116,7 +108,7 @@ def run(vocab_file):
     if FLAGS.do_predict:
         _, examples, _ = prediction
         output = os.path.join(FLAGS.output_dir, "test_predictions.csv")
-        _write_predictions(output, examples, probabilities(examples, FLAGS.predict_batch_size))
+        _write_predictions(output, examples, softmax(logits(examples, FLAGS.predict_batch_size)))
         print(f"Wrote predictions for {len(examples)} examples to {output}")
 
 
@@ -124,12 +116,8 @@ def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
     common.check_flags("run_multiple_choice",
-                       {mode: ["data_dir"] for mode in ("train", "eval", "predict")})
-    for mode, name in (("train", "train_file"), ("eval", "eval_file"),
-                       ("predict", "predict_file")):
-        if FLAGS[f"do_{mode}"].value and not os.path.isfile(common.data_path(name)):
-            raise app.UsageError(f"--do_{mode}: {common.data_path(name)} (--data_dir/--{name}) does "
-                                 f"not exist")
+                       {mode: ["data_dir"] for mode in common.DATA_FILE_FLAGS},
+                       data_files=common.DATA_FILE_FLAGS)
     logging.getLogger("bert_tf").setLevel(logging.INFO)
     from bert_tf.data.swag import SwagFormatError
 

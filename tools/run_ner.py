@@ -32,11 +32,8 @@ from absl import app, flags  # noqa: E402
 
 import fine_tuning_flags as common  # noqa: E402
 
-flags.DEFINE_string("data_dir", None, "Directory of the CoNLL files.")
-flags.DEFINE_string("train_file", "train.txt", "Training file, in --data_dir (or a path).")
-flags.DEFINE_string("eval_file", "valid.txt", "Evaluation file (tagged), in --data_dir.")
-flags.DEFINE_string("predict_file", "test.txt", "File to tag, in --data_dir; a tag column, "
-                    "if any, is ignored.")
+common.define_data_file_flags("CoNLL", "train.txt", "valid.txt", "test.txt",
+                              "; a tag column, if any, is ignored")
 flags.DEFINE_string("conll_encoding", "utf-8", "Text encoding of the CoNLL files (the original "
                     "CoNLL-2003 release is latin-1).")
 FLAGS = flags.FLAGS
@@ -153,13 +150,8 @@ def run(tokenizer_vocab):
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
-    common.check_flags("run_ner", {mode: ["data_dir"] for mode in ("train", "eval", "predict")})
-    # Before hours of training, not after.
-    for mode, name in (("train", "train_file"), ("eval", "eval_file"),
-                       ("predict", "predict_file")):
-        if FLAGS[f"do_{mode}"].value and not os.path.isfile(common.data_path(name)):
-            raise app.UsageError(f"--do_{mode}: {common.data_path(name)} (--data_dir/--{name}) does "
-                                 f"not exist")
+    common.check_flags("run_ner", {mode: ["data_dir"] for mode in common.DATA_FILE_FLAGS},
+                       data_files=common.DATA_FILE_FLAGS)
     logging.getLogger("bert_tf").setLevel(logging.INFO)
     from bert_tf.data.conll import ConllFormatError
 

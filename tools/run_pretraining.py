@@ -291,6 +291,7 @@ def main(argv):
     import keras
     import tensorflow as tf
 
+    from bert_tf.checkpoints.tf2 import write_model_files
     from bert_tf.config import BertConfig
     from bert_tf.data.pretraining_dataset import expand_input_files, naming_bad_input_files
     from bert_tf.training import distribution
@@ -337,9 +338,8 @@ def main(argv):
         raise app.UsageError(f"run_pretraining.py: {e} (--train_batch_size, "
                              f"--gradient_accumulation_steps)") from e
     chief = distribution.is_chief(strategy)
-    if chief:
-        os.makedirs(FLAGS.output_dir, exist_ok=True)
-        config.to_json_file(os.path.join(FLAGS.output_dir, "bert_config.json"))
+    if chief:  # the checkpoints are then complete for the fine-tuning tools' --init_checkpoint
+        write_model_files(FLAGS.output_dir, config, FLAGS.vocab_file)
     evaluation = (_HeldOutEvaluation(trainer, eval_files, seq_length, predictions, chief)
                   if FLAGS.do_eval else None)
 

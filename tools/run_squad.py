@@ -60,20 +60,14 @@ logger = logging.getLogger("bert_tf.tools")
 
 def _check_squad_flags():
     """Raises `app.UsageError` listing every problem of the common and the SQuAD flags."""
-    problems = []
-    try:
-        common.check_flags("run_squad", {"train": ["train_file"], "eval": ["predict_file"],
-                                         "predict": ["predict_file"]})
-    except app.UsageError as e:
-        problems.append(str(e).removeprefix("run_squad: "))
-    problems += [f"--{name} must be positive, got {FLAGS[name].value}"
-                 for name in ("doc_stride", "max_query_length", "n_best_size",
-                              "max_answer_length") if FLAGS[name].value < 1]
+    problems = [f"--{name} must be positive, got {FLAGS[name].value}"
+                for name in ("doc_stride", "max_query_length", "n_best_size",
+                             "max_answer_length") if FLAGS[name].value < 1]
     if FLAGS.max_seq_length < FLAGS.max_query_length + 4:
         problems.append(f"--max_seq_length ({FLAGS.max_seq_length}) must exceed "
                         f"--max_query_length ({FLAGS.max_query_length}) + 3 special tokens")
-    if problems:
-        raise app.UsageError("run_squad: " + "; ".join(problems))
+    common.check_flags("run_squad", {"train": ["train_file"], "eval": ["predict_file"],
+                                     "predict": ["predict_file"]}, tool_problems=problems)
 
 
 def _read(path, articles, tokenizer, is_training):

@@ -255,7 +255,21 @@ def save_checkpoint(output_dir, encoder, heads=None, vocab_file=None):
     manager = tf.train.CheckpointManager(checkpoint, output_dir, max_to_keep=1,
                                          checkpoint_name=CHECKPOINT_NAME)
     prefix = manager.save()
-    encoder.config.to_json_file(os.path.join(output_dir, "bert_config.json"))
-    if vocab_file:
-        shutil.copyfile(vocab_file, os.path.join(output_dir, "vocab.txt"))
+    write_model_files(output_dir, encoder.config, vocab_file)
     return prefix
+
+
+def write_model_files(output_dir, config, vocab_file=None):
+    """Writes `bert_config.json` (of `config`) and a copy of `vocab_file` into `output_dir`
+    (created if needed): what makes the checkpoints there complete for every tool's
+    `--init_checkpoint=output_dir`. A `vocab_file` already in place is left alone.
+
+    Example:
+        >>> write_model_files("/tmp/finetuned", encoder.config, "converted/vocab.txt")
+    """
+    os.makedirs(output_dir, exist_ok=True)
+    config.to_json_file(os.path.join(output_dir, "bert_config.json"))
+    if vocab_file:
+        target = os.path.join(output_dir, "vocab.txt")
+        if os.path.abspath(vocab_file) != os.path.abspath(target):
+            shutil.copyfile(vocab_file, target)

@@ -160,7 +160,7 @@ def _sentences(path, file_index, tokenizer):
     lines = lines.filter(_plain(lambda document, line, blank: ~blank))
     sentences = lines.batch(_LINES_PER_TOKENIZER_CALL).map(_plain(
         lambda documents, texts, _: (file_index * _DOCUMENTS_PER_FILE + documents,
-                                     tokenizer.tokenize(texts).merge_dims(1, 2))))
+                                     tokenizer.tokenize_to_pieces(texts))))
     # The map makes each unbatched row a dense tensor (tf.data keeps it a RaggedTensor else).
     sentences = sentences.unbatch().map(_plain(lambda document, ids: (document, ids)))
     return sentences.filter(_plain(lambda document, ids: tf.size(ids) > 0))

@@ -16,6 +16,8 @@ Example:
 
 import dataclasses
 
+from bert_tf.metrics.glue import glue_task_key
+
 
 @dataclasses.dataclass(frozen=True)
 class GlueTask:
@@ -78,13 +80,9 @@ GLUE_TASKS = {task.name: task for task in (
 )}
 
 
-def _key(name):
-    return name.lower().replace("-", "").replace("_", "")
-
-
 def glue_task(name):
     """The `GlueTask` called `name` ("sst-2", "SST2", "sts_b"...: case, "-" and "_" ignored)."""
-    tasks = {_key(task_name): task for task_name, task in GLUE_TASKS.items()}
-    if _key(name) not in tasks:
+    tasks = {glue_task_key(task_name): task for task_name, task in GLUE_TASKS.items()}
+    if glue_task_key(name) not in tasks:
         raise ValueError(f"Unknown GLUE task {name!r}; known: {', '.join(GLUE_TASKS)}")
-    return tasks[_key(name)]
+    return tasks[glue_task_key(name)]

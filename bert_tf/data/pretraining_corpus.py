@@ -80,20 +80,12 @@ def read_document_chunks(files, max_chunk_bytes, statistics):
     `InputFileError` naming it."""
     chunk, chunk_bytes = [], 0
     for path in files:
-        statistics.files += 1
         document = []
-        for raw_line in raw_lines(path):
-            statistics.lines += 1
-            statistics.bytes += len(raw_line)
-            try:
-                # Python's strip(), as the original: Unicode whitespace too.
-                line = raw_line.decode("utf-8").strip()
-            except UnicodeDecodeError:
-                statistics.invalid_utf8_lines[path] += 1
-                continue
+        for line, size in utf8_lines(path, statistics):
+            line = line.strip()  # Python's strip(), as the original: Unicode whitespace too.
             if line:
                 document.append(line)
-                chunk_bytes += len(raw_line)
+                chunk_bytes += size
                 continue
             if document:
                 chunk.append(document)
@@ -112,11 +104,23 @@ def input_bytes(files):
     return sum(tf.io.gfile.stat(path).length for path in files)
 
 
-def raw_lines(path):
-    """Yields the lines of `path` as bytes; a file that cannot be read is an `InputFileError`
-    naming it."""
+def utf8_lines(path, statistics):
+    """Yields `(line, size)` for each line of `path` that is UTF-8 text: the decoded line (with
+    its line break) and its size in bytes. Counts the file, lines and bytes into `statistics`;
+    a line that is not UTF-8 is skipped and counted in `statistics.invalid_utf8_lines` (real
+    corpora hold a few; the original tool would crash), a file that cannot be read is an
+    `InputFileError` naming it."""
+    statistics.files += 1
     try:
         with tf.io.gfile.GFile(path, "rb") as reader:
-            yield from reader
+            for raw_line in reader:
+                statistics.lines += 1
+                statistics.bytes += len(raw_line)
+                try:
+                    line = raw_line.decode("utf-8")
+                except UnicodeDecodeError:
+                    statistics.invalid_utf8_lines[path] += 1
+                    continue
+                yield line, len(raw_line)
     except (OSError, tf.errors.OpError) as error:
         raise InputFileError(f"{path}: cannot read the text file ({error})") from error

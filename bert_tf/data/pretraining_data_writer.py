@@ -123,7 +123,7 @@ class _ChunkProcessor:
                                                   **instance_options)
         # Traced once per process: each eager call of the tokenizer costs far more.
         self.tokenize = tf.function(
-            lambda texts: tokenizer.tokenize(texts).merge_dims(1, 2),
+            lambda texts: tokenizer.tokenize_to_pieces(texts),
             input_signature=[tf.TensorSpec([None], tf.string)], autograph=False)
 
     def __call__(self, chunk_index, documents):

@@ -19,7 +19,7 @@ Example:
 import os
 import re
 
-from bert_tf.data.pretraining_corpus import raw_lines
+from bert_tf.data.pretraining_corpus import utf8_lines
 
 _SENTENCE_END = re.compile(r"""[.!?]['")\]]*(?=\s+['"(\[]*[A-Z0-9])""")
 # Words whose final period does not end a sentence (compared lower-cased, without the period).
@@ -62,19 +62,8 @@ def read_book(path, statistics):
     between paragraphs. Lines that are not valid UTF-8 are skipped and counted in
     `statistics.invalid_utf8_lines` (as `create_pretraining_data.py` does), bytes and lines
     read in `statistics.bytes` and `statistics.lines`."""
-    statistics.files += 1
-
-    def decoded_lines():
-        for raw_line in raw_lines(path):
-            statistics.lines += 1
-            statistics.bytes += len(raw_line)
-            try:
-                yield raw_line.decode("utf-8")
-            except UnicodeDecodeError:
-                statistics.invalid_utf8_lines[path] += 1
-
-    return [sentence for paragraph in paragraphs(decoded_lines())
-            for sentence in split_sentences(paragraph)]
+    lines = (line for line, _ in utf8_lines(path, statistics))
+    return [sentence for paragraph in paragraphs(lines) for sentence in split_sentences(paragraph)]
 
 
 def passages(documents, max_sentences):

@@ -23,10 +23,10 @@ import re
 
 import tensorflow as tf
 
+from bert_tf.data.chunked_packing import pack_in_chunks
+
 CONTEXT_COLUMN, CHOICE_START_COLUMN, LABEL_COLUMN, ID_COLUMN = "sent1", "sent2", "label", "fold-ind"
 _ENDING_COLUMN = re.compile(r"ending(\d+)")
-# Examples packed per call of the preprocessor in tf.data.
-_PACK_BATCH = 256
 
 
 class SwagFormatError(ValueError):
@@ -57,15 +57,15 @@ class SwagExamples:
     def num_choices(self):
         return len(self.choices[0])
 
-    def dataset(self, preprocessor, shuffle_seed=None):
-        """`(features, label)` per example (label -1 without labels), features the encoder's
-        inputs `[num_choices, seq_length]` from `preprocessor` (a `BertPreprocessor`). With
-        `shuffle_seed`, the examples are shuffled (anew each pass) and repeated forever."""
+    def texts(self):
+        """`((context, choices), label)` per example (label -1 without labels), unpacked:
+        cheaper to shuffle than ids; `packing(preprocessor)` packs them."""
         labels = self.labels if self.labels is not None else [-1] * len(self)
-        dataset = tf.data.Dataset.from_tensor_slices(((self.contexts, self.choices), labels))
-        if shuffle_seed is not None:
-            dataset = dataset.shuffle(len(self), seed=shuffle_seed,
-                                      reshuffle_each_iteration=True).repeat()
+        return tf.data.Dataset.from_tensor_slices(((self.contexts, self.choices), labels))
+
+    def packing(self, preprocessor):
+        """A function from a dataset of `texts()` elements to `(features, label)`, features the
+        encoder's inputs `[num_choices, seq_length]` from `preprocessor` (a `BertPreprocessor`)."""
         num_choices, seq_length = self.num_choices, preprocessor.packer.seq_length
 
         def pack(texts, labels):
@@ -76,13 +76,16 @@ class SwagExamples:
             return ({key: tf.reshape(value, [-1, num_choices, seq_length])
                      for key, value in packed.items()}, labels)
 
-        return (dataset.batch(_PACK_BATCH).map(pack, num_parallel_calls=tf.data.AUTOTUNE)
-                .unbatch())
+        return lambda texts: pack_in_chunks(texts, pack)
+
+    def dataset(self, preprocessor):
+        """`(features, label)` per example in file order: `packing(preprocessor)(texts())`."""
+        return self.packing(preprocessor)(self.texts())
 
     def truncated_choices(self, tokenizer, seq_length):
         """How many (context, choice) pairs have more pieces than fit in `seq_length`."""
         def lengths(texts):
-            return tokenizer.tokenize(tf.constant(texts)).merge_dims(1, 2).row_lengths().numpy()
+            return tokenizer.tokenize_to_pieces(tf.constant(texts)).row_lengths().numpy()
 
         flat_choices = [choice for choices in self.choices for choice in choices]
         context_lengths = lengths(self.contexts).repeat(self.num_choices)

@@ -37,8 +37,7 @@ def word_pieces(words, tokenizer):
     and all its pieces belong to it."""
     pieces = []
     for start in range(0, len(words), _TOKENIZE_CHUNK):
-        ids = tokenizer.tokenize(tf.constant(words[start:start + _TOKENIZE_CHUNK]))
-        ids = ids.merge_dims(1, 2)                       # [words, pieces]
+        ids = tokenizer.tokenize_to_pieces(tf.constant(words[start:start + _TOKENIZE_CHUNK]))
         values = ids.flat_values.numpy().tolist()
         splits = ids.row_splits.numpy().tolist()
         pieces += [values[a:b] for a, b in zip(splits[:-1], splits[1:])]

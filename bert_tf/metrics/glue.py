@@ -98,10 +98,16 @@ _TASK_METRICS = {
 }
 
 
+def glue_task_key(name):
+    """A GLUE task's name without case, "-" and "_", which all spellings share ("SST-2",
+    "sst_2" -> "sst2")."""
+    return name.lower().replace("-", "").replace("_", "")
+
+
 def glue_metrics(task, labels, predictions):
     """{metric name: value} for a GLUE task ("CoLA", "SST-2", "MRPC", "STS-B", "MNLI-mm"...;
     case, "-" and "_" are ignored). `predictions` are class ids, or scores for STS-B."""
-    key = task.lower().replace("-", "").replace("_", "")
+    key = glue_task_key(task)
     if key not in _TASK_METRICS:
         raise ValueError(f"Unknown GLUE task {task!r}; known: CoLA, SST-2, MRPC, QQP, STS-B, "
                          f"MNLI, MNLI-mm, QNLI, RTE, WNLI, AX")

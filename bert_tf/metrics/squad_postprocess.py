@@ -27,6 +27,8 @@ Example:
 
 import numpy as np
 
+from bert_tf.metrics.softmax import softmax
+
 CLS_POSITION = 0
 
 
@@ -106,11 +108,6 @@ def best_spans(start_logits, end_logits, token_offsets, token_is_max_context=Non
     return sorted(spans, key=lambda span: span[2] + span[3], reverse=True)
 
 
-def _softmax(scores):
-    exp = np.exp(np.asarray(scores, np.float64) - np.max(scores))
-    return exp / exp.sum()
-
-
 def decode_answer(context, features, n_best_size=20, max_answer_length=30,
                   version_2_with_negative=False, null_score_diff_threshold=0.0):
     """The answer to one question from the logits of all its features.
@@ -165,7 +162,7 @@ def decode_answer(context, features, n_best_size=20, max_answer_length=30,
     if version_2_with_negative and "" not in seen:
         # "No answer" ranked below the n best: still list it, as BERT does.
         nbest.append({"text": "", "start_logit": null_start, "end_logit": null_end})
-    probabilities = _softmax([e["start_logit"] + e["end_logit"] for e in nbest]) if nbest else []
+    probabilities = softmax([e["start_logit"] + e["end_logit"] for e in nbest]) if nbest else []
     for entry, probability in zip(nbest, probabilities):
         entry["probability"] = float(probability)
 

@@ -55,7 +55,7 @@ class BertPreprocessor(keras.layers.Layer):
         scalar = segments[0].shape.rank == 0
         if scalar:
             segments = [segment[tf.newaxis] for segment in segments]
-        packed = self.packer([self.tokenizer._tokenize_to_pieces(segment) for segment in segments])
+        packed = self.packer([self.tokenizer.tokenize_to_pieces(segment) for segment in segments])
         if scalar:
             packed = {key: value[0] for key, value in packed.items()}
         return packed

@@ -101,10 +101,10 @@ class BertTokenizer(tf.Module):
         return self._tokenize(texts, with_offsets=True, by_word=True)
 
     @tf.autograph.experimental.do_not_convert
-    def _tokenize_to_pieces(self, texts):
+    def tokenize_to_pieces(self, texts):
         """The ids of `tokenize(texts).merge_dims(1, 2)`, int32 `RaggedTensor [batch, pieces]`,
-        without building the word level: packing (`BertPreprocessor`, the preprocessing
-        SavedModel) needs only the pieces of each text."""
+        without building the word level (faster): for all that needs only the pieces of each
+        text, e.g. packing (`BertPreprocessor`) and masking."""
         ids, = self._tokenize(texts, with_offsets=False, by_word=False)
         return ids
 

@@ -39,7 +39,7 @@ class _Preprocessor(tf.Module):
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
     def __call__(self, texts):
-        return self.packer([self.tokenizer._tokenize_to_pieces(texts)])
+        return self.packer([self.tokenizer.tokenize_to_pieces(texts)])
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
     def tokenize(self, texts):

@@ -185,20 +185,20 @@ def is_plain_ascii(text):
 
 @pytest.mark.parametrize("lower_case", [True, False], ids=["uncased", "cased"])
 def test_pieces_without_words_and_graph_branches_match_the_reference(lower_case):
-    # BertPreprocessor packs from _tokenize_to_pieces ([batch, pieces], no word level). In a
+    # BertPreprocessor packs from tokenize_to_pieces ([batch, pieces], no word level). In a
     # graph, an all-ASCII batch takes one branch of a tf.cond and any other batch the other:
     # each must give the reference ids, with and without offsets.
     tokenizer = BertTokenizer(minilm_vocab(), lower_case=lower_case)
     hf = hf_tokenizer(minilm_vocab(), lower_case=lower_case)
     spec = [tf.TensorSpec([None], tf.string)]
-    pieces = tf.function(tokenizer._tokenize_to_pieces, input_signature=spec)
+    pieces = tf.function(tokenizer.tokenize_to_pieces, input_signature=spec)
     with_offsets = tf.function(tokenizer.tokenize_with_offsets, input_signature=spec)
     ascii_texts = [t for t in STRESS if is_plain_ascii(t)]
     assert 0 < len(ascii_texts) < len(STRESS)
     for texts in (STRESS, ascii_texts, ["", " \t"], STRESS[6:8], []):
         expected = hf_ids(hf, texts)
         assert pieces(tf.constant(texts, tf.string)).to_list() == expected
-        assert tokenizer._tokenize_to_pieces(tf.constant(texts, tf.string)).to_list() == expected
+        assert tokenizer.tokenize_to_pieces(tf.constant(texts, tf.string)).to_list() == expected
         graph_ids, graph_starts, graph_ends = with_offsets(tf.constant(texts, tf.string))
         eager_ids, eager_starts, eager_ends = tokenizer.tokenize_with_offsets(
             tf.constant(texts, tf.string))

@@ -272,6 +272,8 @@ def test_no_flags_runs_the_embedded_default_job_and_a_rerun_finds_it_done(tmp_pa
     train_text = open(prepared / "corpus" / "train.txt", encoding="utf-8").read()
     assert 0.1e6 < len(train_text.encode()) < 0.2e6 and "\n\n" in train_text
     vocab = load_vocab(str(prepared / "vocab.txt"))
+    # The output directory is complete as a fine-tuning tool's --init_checkpoint.
+    assert load_vocab(str(output_dir / "vocab.txt")) == vocab
     config = BertConfig.from_json_file(str(output_dir / "bert_config.json"))
     assert config == dataclasses.replace(BertConfig.from_name("bert_tiny"),
                                          vocab_size=len(vocab))
