@@ -79,13 +79,15 @@ class KerasHubPeer:
                                    jit_compile=(mode == "xla"))
         return lambda: np.asarray(self.tf.cast(forward(feed), self.tf.float32))
 
-    def build_pretraining(self, config, mode, inputs, learning_rate):
+    def build_pretraining(self, config, mode, inputs, learning_rate, dtype="float32"):
         """One `BertMaskedLM` training step as keras-hub trains it (`compile` + the Keras train
         function `fit` runs): AdamW with weight decay and global-norm clipping, masked-LM
-        cross-entropy weighted by `masked_lm_weights`, XLA when `mode` is "xla"."""
+        cross-entropy weighted by `masked_lm_weights`, XLA when `mode` is "xla", Keras'
+        `mixed_bfloat16` policy when `dtype` is "bfloat16"."""
         import keras
         model = self.keras_hub.models.BertMaskedLM(
-            backbone=self._backbone(config, "float32"), preprocessor=None)
+            backbone=self._backbone(config, dtype), preprocessor=None,
+            dtype="mixed_bfloat16" if dtype == "bfloat16" else "float32")
         model.compile(
             optimizer=keras.optimizers.AdamW(learning_rate=learning_rate, weight_decay=0.01,
                                              epsilon=1e-6, global_clipnorm=1.0),
@@ -154,7 +156,8 @@ def serve(peer, requests, answers):
                 if not hasattr(peer, "build_pretraining"):
                     raise ValueError(f"{type(peer).__name__} has no pre-training step")
                 step = peer.build_pretraining(request["config"], request["mode"],
-                                              request["inputs"], request["learning_rate"])
+                                              request["inputs"], request["learning_rate"],
+                                              request.get("dtype", "float32"))
                 step()  # tracing / compilation / optimizer slots
                 forwards[key] = step
                 answer = {"key": key, "loss": step()}

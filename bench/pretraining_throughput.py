@@ -9,8 +9,10 @@ both systems see the same machine load, with XLA ("xla") and without ("plain"):
   * keras-hub: one step of `BertMaskedLM` (TF 2.20, `bench/.venvs/keras_hub`) through Keras'
     train function (`compile(jit_compile=...)` + `train_on_batch`, what `fit` runs per step):
     AdamW with weight decay and clipping, masked LM only;
-  * a large float32 matmul, plain and XLA: the best is the machine's measured peak, the
+  * a large matmul in --dtype, plain and XLA: the best is the machine's measured peak, the
     denominator of MFU.
+
+--dtype=bfloat16 runs both systems under mixed precision (bf16 matmuls, float32 variables).
 
 Throughput is sequences/s of the best single step; "vs keras-hub" divides by keras-hub's best
 mode on that config, and the target line compares each system at its best mode. FLOPs of a
@@ -21,7 +23,7 @@ LayerNorm, softmax and the tiny next-sentence head are left out, so MFU is "usef
 / measured matmul peak".
 
 Example (full run, then a smoke test):
-    /work/venv/bin/python bench/pretraining_throughput.py
+    /work/venv/bin/python bench/pretraining_throughput.py       # (24 GB: one config a run)
     /work/venv/bin/python bench/pretraining_throughput.py --configs=bert_tiny --rounds=1 \\
         --steps=2
 """
@@ -58,6 +60,8 @@ flags.DEFINE_integer("matmul_size", 4096, "n of the n x n x n matmul that measur
 flags.DEFINE_enum("strategy", "one_device", STRATEGIES, "bert_tf's tf.distribute strategy "
                   "(one device: a MirroredStrategy over one CPU only adds overhead).")
 flags.DEFINE_float("learning_rate", 1e-4, "Learning rate of both optimizers.")
+flags.DEFINE_enum("dtype", "float32", ["float32", "bfloat16"], "Compute dtype of both systems "
+                  "(bfloat16: our --mixed_precision=bfloat16, keras-hub's mixed_bfloat16).")
 flags.DEFINE_string("output_json", None, "Also write all results to this JSON file.")
 
 
@@ -100,7 +104,8 @@ def our_step_timer(strategy, config, batch, mode):
     """A timer of one `PretrainingTrainer` step on `batch` (repeated), after warm-up."""
     trainer = PretrainingTrainer(
         strategy, config, global_batch_size=FLAGS.batch_size, num_train_steps=10**9,
-        learning_rate=FLAGS.learning_rate, jit_compile=mode == "xla")
+        learning_rate=FLAGS.learning_rate, jit_compile=mode == "xla",
+        mixed_precision=FLAGS.dtype)
     features = {name: tf.constant(value) for name, value in batch.items()}
     dataset = strategy.distribute_datasets_from_function(
         lambda context: tf.data.Dataset.from_tensors(features).repeat())
@@ -114,7 +119,7 @@ def our_step_timer(strategy, config, batch, mode):
 def keras_hub_step_timer(peer, config_name, config, batch, mode):
     key = f"{config_name}/pretraining/{mode}"
     peer.request(op="prepare", task="pretraining", key=key, config=config.to_dict(),
-                 mode=mode, learning_rate=FLAGS.learning_rate,
+                 mode=mode, learning_rate=FLAGS.learning_rate, dtype=FLAGS.dtype,
                  inputs={name: value.tolist() for name, value in batch.items()})
     return peer.timer(key)
 
@@ -142,7 +147,7 @@ def run_benchmark():
     for mode in ("plain", "xla"):
         row = dict(system="matmul", config=f"{FLAGS.matmul_size}^3", mode=mode,
                    flops=2 * FLAGS.matmul_size ** 3, best=float("inf"))
-        timers[id(row)] = matmul_timer("float32", mode, FLAGS.matmul_size)
+        timers[id(row)] = matmul_timer(FLAGS.dtype, mode, FLAGS.matmul_size)
         rows.append(row)
     for config_name in FLAGS.configs:
         config = config_by_name(config_name)
@@ -218,8 +223,8 @@ def format_table(rows, peak, best_of):
                      number(row.get("mfu"), "{:.0%}"), number(row.get("vs_keras_hub"),
                                                               "{:.2f}x")]
         lines.append("| " + " | ".join(cells) + " |")
-    lines.append(f"\nfloat32 matmul peak {number(peak, '{:.0f}')} GFLOP/s (best of plain and XLA "
-                 f"{FLAGS.matmul_size}^3)")
+    lines.append(f"\n{FLAGS.dtype} matmul peak {number(peak, '{:.0f}')} GFLOP/s (best of plain "
+                 f"and XLA {FLAGS.matmul_size}^3)")
     for config_name in FLAGS.configs:
         ours, theirs = best_of.get(("bert_tf", config_name)), best_of.get(("keras_hub",
                                                                            config_name))
@@ -238,7 +243,7 @@ def main(argv):
     peak, best_of = summarise(rows)
     print()
     print(f"pre-training step, batch {FLAGS.batch_size}, seq {FLAGS.seq_length}, "
-          f"{FLAGS.max_predictions_per_seq} predictions, float32; best of "
+          f"{FLAGS.max_predictions_per_seq} predictions, {FLAGS.dtype}; best of "
           f"{FLAGS.rounds * FLAGS.steps} steps; {os.cpu_count()} CPUs; {start_load} at start, "
           f"{machine_load()} at end")
     print("versions: " + "; ".join(f"{s}: {v}" for s, v in versions.items()))
@@ -250,7 +255,7 @@ def main(argv):
             json.dump({"flags": {name: FLAGS[name].value for name in (
                 "configs", "systems", "modes", "batch_size", "seq_length",
                 "max_predictions_per_seq", "rounds", "steps", "matmul_size", "strategy",
-                "learning_rate")}, "load": [start_load, machine_load()], "versions": versions,
+                "learning_rate", "dtype")}, "load": [start_load, machine_load()], "versions": versions,
                 "peak_gflops": peak, "rows": rows}, f, indent=1)
 
 
