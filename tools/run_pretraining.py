@@ -102,7 +102,8 @@ flags.DEFINE_string("export_dir", None, "After training, export the encoder with
 flags.DEFINE_float("embedded_corpus_mb", embedded_default.CORPUS_MEGABYTES,
                    "Embedded default job only: megabytes of standard-library docstrings.")
 flags.DEFINE_integer("embedded_vocab_size", embedded_default.VOCAB_SIZE,
-                     "Embedded default job only: most tokens of the learned vocabulary.")
+                     "Embedded default job only: target size of the learned vocabulary "
+                     "(see bert_tf.text.vocab.learn_vocab).")
 FLAGS = flags.FLAGS
 
 # Flags that name the job's inputs: with none of them, the embedded default job runs.

@@ -126,7 +126,7 @@ def prepare_pretraining_inputs(directory, documents, *, config_name, vocab_size,
         the corpus files do not exist yet.
       config_name: a config of `official_configs/` (`BertConfig.from_name`); its
         `vocab_size` becomes the learned vocabulary's.
-      vocab_size: the most tokens the learned vocabulary may have.
+      vocab_size: the target size of the learned vocabulary (`learn_vocab`: not a bound).
       do_lower_case: an uncased vocabulary and tokenization.
       max_seq_length, max_predictions_per_seq, dupe_factor: as create_pretraining_data.py's
         flags (the held-out records get one copy).
