@@ -51,7 +51,8 @@ flags.DEFINE_string("output_dir", "/tmp/bert_tf_convergence", "Prepared data (da
                     "training run (model/).")
 flags.DEFINE_string("config", "bert_mini", "The official config trained from scratch (its "
                     "vocab_size becomes the learned vocabulary's).")
-flags.DEFINE_integer("vocab_size", 8192, "Target size of the learned vocabulary (a target, not a bound).")
+flags.DEFINE_integer("vocab_size", 8192, "Target size of the learned vocabulary (tf.text's "
+                     "learner may stop below or a little above it).")
 flags.DEFINE_integer("dupe_factor", 5, "Copies of the training text with different masks.")
 flags.DEFINE_integer("train_batch_size", 32, "Sequences per step.")
 # About 30 minutes on an idle 2-core machine (~1 s per bert_mini step at batch 32, seq 128,

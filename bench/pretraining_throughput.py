@@ -255,8 +255,8 @@ def main(argv):
             json.dump({"flags": {name: FLAGS[name].value for name in (
                 "configs", "systems", "modes", "batch_size", "seq_length",
                 "max_predictions_per_seq", "rounds", "steps", "matmul_size", "strategy",
-                "learning_rate", "dtype")}, "load": [start_load, machine_load()], "versions": versions,
-                "peak_gflops": peak, "rows": rows}, f, indent=1)
+                "learning_rate", "dtype")}, "load": [start_load, machine_load()],
+                "versions": versions, "peak_gflops": peak, "rows": rows}, f, indent=1)
 
 
 if __name__ == "__main__":

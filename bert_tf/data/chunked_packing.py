@@ -1,4 +1,4 @@
-"""`pack_in_chunks`: in-graph tokenization and packing of an unbatched dataset, many texts a call."""
+"""`pack_in_chunks`: in-graph packing of an unbatched dataset, many texts per call."""
 
 import tensorflow as tf
 
