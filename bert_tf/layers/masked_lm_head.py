@@ -59,9 +59,9 @@ class MaskedLMHead(keras.layers.Layer):
         # [batch, seq, hidden] at [batch, predictions] -> [batch * predictions, hidden]: the
         # predictions as rows of one 2-D matrix. A [batch, predictions, hidden] x [hidden, vocab]
         # product would be a broadcasting BatchMatMul, whose gradient for the table materialises
-        # one [vocab, hidden] product per sequence and then sums them (op-level profile of a
-        # bert_mini step, batch 32: the head's three products took ~350 ms of op time as
-        # BatchMatMuls, ~195 ms as 2-D MatMuls).
+        # one [vocab, hidden] product per sequence and then sums them (bench/
+        # pretraining_profile.py, bert_mini, batch 32: the head's products took ~360 ms of op
+        # time per step as BatchMatMuls, ~170 ms as 2-D MatMuls).
         positions = tf.cast(masked_lm_positions, tf.int32)
         gathered = tf.reshape(tf.gather(tf.cast(sequence_output, tf.float32), positions,
                                         batch_dims=1), [-1, self.hidden_size])
