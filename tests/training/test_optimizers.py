@@ -101,29 +101,57 @@ def test_unknown_optimizer_is_named(variables):
         create_optimizer("sgd", 1e-3, variables)
 
 
+def numpy_adamw(weights, gradients, learning_rates, decay, beta_1=0.9, beta_2=0.999,
+                epsilon=1e-6, weight_decay=0.01):
+    """Loshchilov & Hutter's AdamW with Kingma & Ba's Algorithm 1 (epsilon added to the
+    bias-corrected sqrt(v)), the decay applied first as Keras does, one variable, all steps."""
+    w = weights.astype(np.float64)
+    m = np.zeros_like(w)
+    v = np.zeros_like(w)
+    for t, (g, lr) in enumerate(zip(gradients, learning_rates), start=1):
+        if decay:
+            w = w - lr * weight_decay * w
+        m = beta_1 * m + (1 - beta_1) * g
+        v = beta_2 * v + (1 - beta_2) * g * g
+        w = w - lr * (m / (1 - beta_1 ** t)) / (np.sqrt(v / (1 - beta_2 ** t)) + epsilon)
+    return w
+
+
 @pytest.mark.parametrize("summed_by_train_step", [False, True])
-def test_fused_adamw_takes_the_steps_of_keras_adamw(summed_by_train_step):
+def test_fused_adamw_takes_the_steps_of_the_adam_paper(summed_by_train_step):
+    # Gradients of ~1e-6, the size of an attention kernel's at initialisation: there the
+    # epsilon's placement decides the step, and Keras' AdamW (epsilon on the raw sqrt(v)) ends
+    # elsewhere.
     rng = np.random.default_rng(0)
     initial = {"dense/kernel": rng.normal(size=(4, 3)), "dense/bias": rng.normal(size=3)}
-    gradients = [{name: rng.normal(size=value.shape) for name, value in initial.items()}
+    gradients = [{name: 1e-6 * rng.normal(size=value.shape) for name, value in initial.items()}
                  for _ in range(5)]
     schedule = keras.optimizers.schedules.PolynomialDecay(0.1, 5, 0.01)
+    learning_rates = [float(schedule(step)) for step in range(5)]
     results = []
     for make in (lambda variables: create_optimizer(
                      "adamw", schedule, variables, clip_norm=None,
                      summed_by_train_step=summed_by_train_step),
                  lambda variables: keras.optimizers.AdamW(
-                     learning_rate=schedule, weight_decay=0.01, beta_1=0.9, beta_2=0.999,
-                     epsilon=1e-6)):
+                     learning_rate=schedule, weight_decay=0.01, epsilon=1e-6)):
         variables = [keras.Variable(value.astype(np.float32), name=name.split("/")[1])
                      for name, value in initial.items()]
         optimizer = make(variables)
-        if not isinstance(optimizer, FusedAdamW):  # the reference: the same exclusion
+        if not isinstance(optimizer, FusedAdamW):  # Keras' own: the same exclusion
             optimizer.exclude_from_weight_decay(var_list=[variables[1]])
         for step in gradients:
             optimizer.apply([tf.constant(step[name], tf.float32) for name in initial],
                             variables)
         results.append([v.numpy() for v in variables])
-    for fused, reference in zip(*results, strict=True):
-        np.testing.assert_allclose(fused, reference, rtol=1e-5, atol=1e-6)
-    assert not np.allclose(results[0][0], initial["dense/kernel"])  # it did move
+    fused, keras_adamw = results
+    for name, value, decay in zip(initial, fused, (True, False)):
+        expected = numpy_adamw(initial[name], [g[name] for g in gradients], learning_rates,
+                               decay)
+        np.testing.assert_allclose(value, expected, rtol=1e-5, atol=1e-6, err_msg=name)
+    assert not np.allclose(fused[0], keras_adamw[0], rtol=1e-3, atol=1e-3)
+    assert not np.allclose(fused[0], initial["dense/kernel"])  # it did move
+
+
+def test_fused_adamw_refuses_amsgrad():
+    with pytest.raises(ValueError, match="amsgrad"):
+        FusedAdamW(amsgrad=True)
