@@ -12,6 +12,8 @@ on 2 cores). Writes the curve as CSV and PNG (docs/pretraining_convergence.{csv,
 4. The curve is read back from the TensorBoard logs: for each evaluation, the seconds since the
    training command started (start-up and XLA compilation included, data preparation not),
    the step, the training loss and the held-out masked-LM accuracy and loss.
+5. The plot also marks what counting predictors score on the same records
+   (`bench/masked_lm_baselines.py`: most frequent token, bigram, trigram).
 
 A rerun resumes: prepared data is kept and training continues from its last checkpoint (the
 time axis then restarts with the resumed command; use a fresh --output_dir for a clean curve).
@@ -35,6 +37,7 @@ import time
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO_ROOT)  # runnable as `python bench/pretraining_convergence.py`
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # bench/ helpers
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -44,6 +47,7 @@ from bert_tf.data.pretraining_corpus import CorpusStatistics  # noqa: E402
 from bert_tf.data.pretraining_inputs import prepare_pretraining_inputs  # noqa: E402
 from bert_tf.data.prose import read_book  # noqa: E402
 from bert_tf.training.scalar_logs import read_scalars  # noqa: E402
+from masked_lm_baselines import baseline_accuracies, read  # noqa: E402
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("corpus", os.path.join(os.path.dirname(REPO_ROOT), "shared", "data",
@@ -156,7 +160,7 @@ def write_csv(rows, path):
         writer.writerows(rows)
 
 
-def plot(rows, path, title):
+def plot(rows, path, title, baselines):
     try:
         import matplotlib
     except ImportError:
@@ -171,6 +175,9 @@ def plot(rows, path, title):
               label="held-out masked-LM accuracy")
     axes.axhline(FLAGS.target_accuracy, color="grey", linestyle="--",
                  label=f"target {FLAGS.target_accuracy:.2f}")
+    for (name, accuracy), color in zip(baselines.items(), ("tab:olive", "tab:orange", "tab:red")):
+        axes.axhline(accuracy, color=color, linestyle="-.", linewidth=1,
+                     label=f"counting predictor, {name}: {accuracy:.3f}")
     axes.axvline(FLAGS.target_minutes, color="grey", linestyle=":",
                  label=f"{FLAGS.target_minutes:g} minutes")
     axes.set_xlabel("minutes since the training command started (2 CPU cores)")
@@ -179,7 +186,7 @@ def plot(rows, path, title):
         row["heldout_masked_lm_accuracy"] + 0.05 for row in rows]))
     axes.set_title(title)
     axes.grid(alpha=0.3)
-    axes.legend(loc="lower right")
+    axes.legend(loc="upper left", fontsize="small", ncol=2)
     figure.tight_layout()
     figure.savefig(path, dpi=120)
     print(f"Wrote {path}")
@@ -211,7 +218,10 @@ def main(argv):
                f"(step {reached[0]['step']})" if reached else
                f"did not reach {FLAGS.target_accuracy:.2f}")
     title = f"{FLAGS.config} from scratch on Gutenberg: {verdict}"
-    plot(rows, FLAGS.plot, title)
+    records = os.path.join(FLAGS.output_dir, "data", "records")
+    baselines, _ = baseline_accuracies(read(os.path.join(records, "train.tfrecord-*")),
+                                       read(os.path.join(records, "heldout.tfrecord")))
+    plot(rows, FLAGS.plot, title, baselines)
     last = rows[-1]
     print(f"Held-out masked-LM accuracy {last['heldout_masked_lm_accuracy']:.3f} at step "
           f"{last['step']} after {last['seconds'] / 60:.1f} min; {verdict}; target "
