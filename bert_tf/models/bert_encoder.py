@@ -1,7 +1,6 @@
 """`BertEncoder`: the BERT network, dict in and dict out."""
 
 import keras
-import tensorflow as tf
 
 from bert_tf.config import BertConfig
 from bert_tf.layers.embeddings import BertEmbeddings
