@@ -3,7 +3,7 @@
 import keras
 import tensorflow as tf
 
-from bert_tf.layers.activations import get_activation
+from bert_tf.layers.activations import get_activation, training_activation
 from bert_tf.layers.self_attention import BertSelfAttention
 
 
@@ -56,6 +56,7 @@ class BertTransformerBlock(keras.layers.Layer):
             epsilon=layer_norm_eps, dtype="float32", name="output_layer_norm")
         self.dropout = keras.layers.Dropout(hidden_dropout_rate, dtype=policy, name="dropout")
         self._activation_fn = get_activation(activation)
+        self._training_activation_fn = training_activation(activation, self.compute_dtype)
 
     def build(self, input_shape):
         hidden_shape = (None, None, self.hidden_size)
@@ -78,7 +79,8 @@ class BertTransformerBlock(keras.layers.Layer):
         attended = _dense(self.attention_output, tf.reshape(attended, [-1, self.hidden_size]))
         attended = self.dropout(attended, training=training)
         hidden = self.attention_layer_norm(residual + tf.cast(attended, tf.float32))
-        inner = self._activation_fn(_dense(self.intermediate, tf.cast(hidden, self.compute_dtype)))
+        activation = self._training_activation_fn if training else self._activation_fn
+        inner = activation(_dense(self.intermediate, tf.cast(hidden, self.compute_dtype)))
         output = self.dropout(_dense(self.output_dense, inner), training=training)
         output = self.output_layer_norm(hidden + tf.cast(output, tf.float32))
         return tf.reshape(output, tf.shape(hidden_states))

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_tf.layers.activations import get_activation
+from bert_tf.layers.activations import fused_gelu, get_activation, training_activation
 from bert_tf.layers.embeddings import BertEmbeddings
 from bert_tf.layers.self_attention import BertSelfAttention
 from bert_tf.layers.transformer_block import BertTransformerBlock
@@ -87,3 +87,42 @@ def test_gelu_is_the_exact_erf_form():
     np.testing.assert_allclose(get_activation("gelu")(tf.constant(x)), expected, atol=1e-6)
     with pytest.raises(ValueError, match="Unknown activation 'gelu2'"):
         get_activation("gelu2")
+
+
+@pytest.mark.parametrize("dtype,tolerance", [(tf.float32, 1e-5), (tf.bfloat16, 2e-2)])
+def test_fused_gelu_and_its_gradient_match_tensorflow_exact_gelu(dtype, tolerance):
+    x = tf.constant(np.random.default_rng(0).normal(scale=3.0, size=[64, 48]), tf.float32)
+    upstream = tf.constant(np.random.default_rng(1).normal(size=[64, 48]), tf.float32)
+
+    def value_and_gradient(gelu, inputs):
+        with tf.GradientTape() as tape:
+            tape.watch(inputs)
+            outputs = gelu(inputs)
+        return [tf.cast(t, tf.float32) for t in
+                (outputs, tape.gradient(outputs, inputs, tf.cast(upstream, inputs.dtype)))]
+
+    # The reference in float32: the fused version computes in float32 whatever its input.
+    expected = value_and_gradient(lambda v: tf.nn.gelu(v, approximate=False), x)
+    got = value_and_gradient(tf.function(fused_gelu), tf.cast(x, dtype))
+    for g, e in zip(got, expected):
+        np.testing.assert_allclose(g, e, rtol=tolerance, atol=tolerance)
+
+
+def test_training_activation_fuses_only_the_bfloat16_exact_gelu():
+    assert training_activation("gelu", "bfloat16") is fused_gelu
+    assert training_activation("gelu", "float32") is get_activation("gelu")
+    assert training_activation("gelu_new", "bfloat16") is get_activation("gelu_new")
+
+
+def test_transformer_block_trains_with_the_fused_gelu_in_bfloat16():
+    block = BertTransformerBlock(hidden_size=8, num_heads=2, intermediate_size=32,
+                                 dtype="mixed_bfloat16")
+    x = tf.random.stateless_normal([2, 5, 8], seed=[1, 2])
+    mask = tf.ones([2, 5], tf.int32)
+    with tf.GradientTape() as tape:
+        training_output = block(x, mask, training=True)
+    gradients = tape.gradient(training_output, block.trainable_variables)
+    assert all(g is not None for g in gradients)
+    # Without dropout, training and inference (TensorFlow's GELU) differ only by rounding.
+    np.testing.assert_allclose(tf.cast(training_output, tf.float32),
+                               tf.cast(block(x, mask, training=False), tf.float32), atol=5e-2)
