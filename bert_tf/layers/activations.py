@@ -36,18 +36,22 @@ def get_activation(name):
         raise ValueError(f"Unknown activation {name!r}; known: {sorted(_ACTIVATIONS)}") from None
 
 
+def _normal_cdf(x):
+    return 0.5 * (1.0 + tf.math.erf(x / math.sqrt(2.0)))
+
+
 @tf.function(jit_compile=True)
 def _fused_gelu_forward(x):
     x32 = tf.cast(x, tf.float32)
-    return tf.cast(0.5 * x32 * (1.0 + tf.math.erf(x32 / math.sqrt(2.0))), x.dtype)
+    return tf.cast(x32 * _normal_cdf(x32), x.dtype)
 
 
 @tf.function(jit_compile=True)
 def _fused_gelu_backward(x, upstream):
+    # d/dx [x * cdf(x)] = cdf(x) + x * pdf(x)
     x32 = tf.cast(x, tf.float32)
-    cdf = 0.5 * (1.0 + tf.math.erf(x32 / math.sqrt(2.0)))
     pdf = tf.exp(-0.5 * x32 * x32) / math.sqrt(2.0 * math.pi)
-    return tf.cast(tf.cast(upstream, tf.float32) * (cdf + x32 * pdf), x.dtype)
+    return tf.cast(tf.cast(upstream, tf.float32) * (_normal_cdf(x32) + x32 * pdf), x.dtype)
 
 
 @tf.custom_gradient
