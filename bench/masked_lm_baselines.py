@@ -15,8 +15,8 @@ the neighbouring tokens, like the bigram or trigram.
 
 Example (the records of the convergence run):
     /work/venv/bin/python bench/masked_lm_baselines.py \\
-        --train_records='/tmp/bert_tf_convergence/data/records/train.tfrecord-*' \\
-        --heldout_records=/tmp/bert_tf_convergence/data/records/heldout.tfrecord
+        --train_records='/tmp/bert_tf_convergence/data/records/train-seq128-pred52-mask0.4/*' \\
+        --heldout_records=/tmp/bert_tf_convergence/data/records/heldout-seq128/heldout.tfrecord
 """
 
 import collections

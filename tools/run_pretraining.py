@@ -57,7 +57,8 @@ flags.DEFINE_integer("max_seq_length", None, "Tokens per sequence; default: read
                      "(must match them), 128 with --input_text_file.")
 flags.DEFINE_integer("max_predictions_per_seq", None, "Masked-LM predictions per sequence; "
                      "default: read from the records (must match them), 20 with "
-                     "--input_text_file.")
+                     "--input_text_file. Held-out records (--eval_input_file) are read with "
+                     "their own lengths.")
 flags.DEFINE_integer("num_train_steps", 100000, "Optimizer steps of the whole run.")
 flags.DEFINE_integer("num_warmup_steps", 10000, "Linear learning-rate warmup steps.")
 flags.DEFINE_float("learning_rate", 5e-5, "Peak learning rate (then linear decay to 0).")
@@ -294,7 +295,8 @@ def main(argv):
 
     from bert_tf.checkpoints.tf2 import write_model_files
     from bert_tf.config import BertConfig
-    from bert_tf.data.pretraining_dataset import expand_input_files, naming_bad_input_files
+    from bert_tf.data.pretraining_dataset import (expand_input_files, naming_bad_input_files,
+                                                  record_lengths)
     from bert_tf.training import distribution
     from bert_tf.training.pretraining_trainer import PretrainingTrainer
 
@@ -315,12 +317,15 @@ def main(argv):
     else:
         seq_length, predictions = _record_lengths(train_files or eval_files,
                                                   "--input_file" if train_files else eval_flag)
-    if eval_files and (train_files or text_files):
-        _record_lengths(eval_files, eval_flag)
+    # Held-out records keep their own lengths: e.g. the paper's 15 % masking (20 predictions)
+    # evaluates a model trained with more, or a short-sequence phase is evaluated at 128.
+    eval_lengths = (record_lengths(eval_files[0])
+                    if eval_files and (train_files or text_files) else (seq_length, predictions))
     config = BertConfig.from_json_file(FLAGS.bert_config_file)
-    if seq_length > config.max_position_embeddings:
-        raise app.UsageError(f"max_seq_length {seq_length} exceeds max_position_embeddings "
-                             f"{config.max_position_embeddings} of {FLAGS.bert_config_file}")
+    for length in {seq_length, eval_lengths[0]}:
+        if length > config.max_position_embeddings:
+            raise app.UsageError(f"max_seq_length {length} exceeds max_position_embeddings "
+                                 f"{config.max_position_embeddings} of {FLAGS.bert_config_file}")
 
     keras.utils.set_random_seed(FLAGS.seed)
     replicas = strategy.num_replicas_in_sync
@@ -341,7 +346,7 @@ def main(argv):
     chief = distribution.is_chief(strategy)
     if chief:  # the checkpoints are then complete for the fine-tuning tools' --init_checkpoint
         write_model_files(FLAGS.output_dir, config, FLAGS.vocab_file)
-    evaluation = (_HeldOutEvaluation(trainer, eval_files, seq_length, predictions, chief)
+    evaluation = (_HeldOutEvaluation(trainer, eval_files, *eval_lengths, chief)
                   if FLAGS.do_eval else None)
 
     if FLAGS.do_train:

@@ -6,8 +6,10 @@
                                            text format; every `heldout_every`-th passage is
                                            held out
     vocab.txt                              WordPiece, learned from (a sample of) train.txt
-    records/train.tfrecord-*, records/heldout.tfrecord
-                                           `create_pretraining_data.py`'s records
+    records/train-seq128-pred20-mask0.15/train.tfrecord-*
+    records/heldout-seq128/heldout.tfrecord
+                                           `create_pretraining_data.py`'s records, in
+                                           directories named after their settings
     bert_config.json                       the named config with the learned vocabulary's size
 
 Each step writes its output completely or not at all and is skipped when that output exists,
@@ -20,17 +22,18 @@ Example:
     >>> inputs = prepare_pretraining_inputs("/tmp/prepared", stdlib_documents(3 << 20),
     ...                                     config_name="bert_tiny", vocab_size=8192)
     >>> inputs.train_records
-    ['/tmp/prepared/records/train.tfrecord-00000-of-00002', ...]
+    ['/tmp/prepared/records/train-seq128-pred20-mask0.15/train.tfrecord-00000-of-00002', ...]
 """
 
 import dataclasses
-import glob
 import logging
+import math
 import os
 import shutil
 import time
 
 from bert_tf.config import BertConfig
+from bert_tf.data.masking import MASKED_LM_PROB
 from bert_tf.data.pretraining_data_writer import write_pretraining_data
 from bert_tf.data.prose import passages, write_documents
 from bert_tf.text.vocab import count_words, learn_vocab, load_vocab, save_vocab
@@ -92,30 +95,28 @@ def _learn_vocab(text_file, vocab_file, vocab_size, do_lower_case, sample_bytes,
     return len(vocab)
 
 
-def _write_records(corpus_dir, records_dir, vocab_file, do_lower_case, seed, dupe_factor,
-                   num_workers, instance_options):
+def _write_records(text, records_dir, file_names, vocab_file, do_lower_case, seed, num_workers,
+                   instance_options):
+    """Writes `text`'s instances into `records_dir/file_names` (all of them or none)."""
     staging = f"{records_dir}.incomplete"
     shutil.rmtree(staging, ignore_errors=True)
-    train_files = [os.path.join(staging, f"train.tfrecord-{i:05d}-of-{_TRAIN_SHARDS:05d}")
-                   for i in range(_TRAIN_SHARDS)]
-    for inputs, outputs, dupes in (("train.txt", train_files, dupe_factor),
-                                   ("heldout.txt", [os.path.join(staging, "heldout.tfrecord")], 1)):
-        text = os.path.join(corpus_dir, inputs)
-        # Starting a worker process (and TensorFlow in it) costs seconds: not worth it for a
-        # single chunk.
-        workers = (num_workers if num_workers is not None
-                   else 0 if os.path.getsize(text) <= _CHUNK_BYTES else os.cpu_count())
-        statistics = write_pretraining_data(
-            [text], outputs, vocab_file, do_lower_case, random_seed=seed, num_workers=workers,
-            max_chunk_bytes=_CHUNK_BYTES, progress_stream=None, dupe_factor=dupes,
-            **instance_options)
-        logger.info("%s: %s", inputs, statistics.report().replace("\n", " "))
+    # Starting a worker process (and TensorFlow in it) costs seconds: not worth it for a
+    # single chunk.
+    workers = (num_workers if num_workers is not None
+               else 0 if os.path.getsize(text) <= _CHUNK_BYTES else os.cpu_count())
+    statistics = write_pretraining_data(
+        [text], [os.path.join(staging, name) for name in file_names], vocab_file, do_lower_case,
+        random_seed=seed, num_workers=workers, max_chunk_bytes=_CHUNK_BYTES,
+        progress_stream=None, **instance_options)
+    logger.info("%s: %s", os.path.basename(text), statistics.report().replace("\n", " "))
+    os.makedirs(os.path.dirname(records_dir), exist_ok=True)
     os.rename(staging, records_dir)
 
 
 def prepare_pretraining_inputs(directory, documents, *, config_name, vocab_size,
                                do_lower_case=True, max_seq_length=128,
-                               max_predictions_per_seq=20, dupe_factor=5, heldout_every=20,
+                               max_predictions_per_seq=20, masked_lm_prob=MASKED_LM_PROB,
+                               dupe_factor=5, heldout_every=20,
                                max_passage_sentences=200, vocab_sample_bytes=4 << 20,
                                vocab_iterations=4, num_workers=None, seed=12345):
     """Writes what pre-training needs under `directory` (see the module docstring); returns
@@ -128,8 +129,11 @@ def prepare_pretraining_inputs(directory, documents, *, config_name, vocab_size,
         `vocab_size` becomes the learned vocabulary's.
       vocab_size: the target size of the learned vocabulary (`learn_vocab`: not a bound).
       do_lower_case: an uncased vocabulary and tokenization.
-      max_seq_length, max_predictions_per_seq, dupe_factor: as create_pretraining_data.py's
-        flags (the held-out records get one copy).
+      max_seq_length, max_predictions_per_seq, masked_lm_prob, dupe_factor: the training
+        records' `create_pretraining_data.py` flags. The held-out records get one copy, the
+        paper's masking (`MASKED_LM_PROB`) and `ceil(max_seq_length * MASKED_LM_PROB)`
+        predictions, whatever the training records use: held-out accuracies then compare
+        across masking rates (`tools/run_pretraining.py` reads them with their own lengths).
       heldout_every: every this many passages, one is held out.
       max_passage_sentences: documents are cut into passages of at most this many sentences.
       vocab_sample_bytes: the vocabulary is learned from the first this many bytes of text.
@@ -143,7 +147,11 @@ def prepare_pretraining_inputs(directory, documents, *, config_name, vocab_size,
     os.makedirs(directory, exist_ok=True)
     corpus_dir = os.path.join(directory, "corpus")
     vocab_file = os.path.join(directory, "vocab.txt")
-    records_dir = os.path.join(directory, "records")
+    # Named after their settings: preparing other lengths (e.g. a short-sequence first phase)
+    # in the same directory adds records beside these and never returns the wrong ones.
+    train_dir = os.path.join(directory, "records", f"train-seq{max_seq_length}-"
+                             f"pred{max_predictions_per_seq}-mask{masked_lm_prob:g}")
+    heldout_dir = os.path.join(directory, "records", f"heldout-seq{max_seq_length}")
     config_file = os.path.join(directory, "bert_config.json")
     if not os.path.isdir(corpus_dir):
         train, heldout = _timed("Wrote the corpus", lambda: _split_corpus(
@@ -157,17 +165,26 @@ def prepare_pretraining_inputs(directory, documents, *, config_name, vocab_size,
         _timed("Learned the vocabulary", lambda: _learn_vocab(
             train_text, vocab_file, vocab_size, do_lower_case, vocab_sample_bytes,
             vocab_iterations))
-    if not os.path.isdir(records_dir):
-        _timed("Wrote the records", lambda: _write_records(
-            corpus_dir, records_dir, vocab_file, do_lower_case, seed, dupe_factor, num_workers,
-            dict(max_seq_length=max_seq_length, max_predictions_per_seq=max_predictions_per_seq)))
+    train_names = [f"train.tfrecord-{i:05d}-of-{_TRAIN_SHARDS:05d}" for i in range(_TRAIN_SHARDS)]
+    if not os.path.isdir(train_dir):
+        _timed("Wrote the training records", lambda: _write_records(
+            train_text, train_dir, train_names, vocab_file, do_lower_case, seed, num_workers,
+            dict(max_seq_length=max_seq_length, max_predictions_per_seq=max_predictions_per_seq,
+                 masked_lm_prob=masked_lm_prob, dupe_factor=dupe_factor)))
+    heldout_text = os.path.join(corpus_dir, "heldout.txt")
+    if not os.path.isdir(heldout_dir):
+        _timed("Wrote the held-out records", lambda: _write_records(
+            heldout_text, heldout_dir, ["heldout.tfrecord"], vocab_file, do_lower_case, seed,
+            num_workers, dict(max_seq_length=max_seq_length, masked_lm_prob=MASKED_LM_PROB,
+                              max_predictions_per_seq=math.ceil(max_seq_length * MASKED_LM_PROB),
+                              dupe_factor=1)))
     if not os.path.exists(config_file):
         config = dataclasses.replace(BertConfig.from_name(config_name),
                                      vocab_size=len(load_vocab(vocab_file)))
         config.to_json_file(f"{config_file}.incomplete")
         os.replace(f"{config_file}.incomplete", config_file)
     return PretrainingInputs(
-        train_text=train_text, heldout_text=os.path.join(corpus_dir, "heldout.txt"),
-        vocab_file=vocab_file, bert_config_file=config_file,
-        train_records=sorted(glob.glob(os.path.join(records_dir, "train.tfrecord-*"))),
-        heldout_records=[os.path.join(records_dir, "heldout.tfrecord")])
+        train_text=train_text, heldout_text=heldout_text, vocab_file=vocab_file,
+        bert_config_file=config_file,
+        train_records=[os.path.join(train_dir, name) for name in train_names],
+        heldout_records=[os.path.join(heldout_dir, "heldout.tfrecord")])

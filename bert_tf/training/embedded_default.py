@@ -96,7 +96,8 @@ def summary(output_dir, inputs, step, checkpoint, evaluation, export_dir):
     lines += [
         f"  corpus             {inputs.train_text}, {inputs.heldout_text}",
         f"  vocabulary         {inputs.vocab_file}",
-        f"  records            {os.path.dirname(inputs.heldout_records[0])}",
+        f"  records            {os.path.dirname(inputs.train_records[0])}, "
+        f"{inputs.heldout_records[0]}",
         f"  config             {inputs.bert_config_file}",
         f"  checkpoint         {checkpoint}",
         f"  TensorBoard        tensorboard --logdir {output_dir}",

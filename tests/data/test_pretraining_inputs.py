@@ -3,7 +3,9 @@
 import json
 import os
 
+import numpy as np
 import pytest
+import tensorflow as tf
 
 from bert_tf.config import BertConfig
 from bert_tf.data.pretraining_corpus import CorpusStatistics, read_document_chunks
@@ -59,6 +61,29 @@ def test_writes_every_input_once(tmp_path):
     assert again == inputs
     assert {path: os.path.getmtime(path) for path in written} == written
     assert not [name for name in os.listdir(tmp_path) if "incomplete" in name]
+
+
+def test_records_of_other_settings_are_added_beside(tmp_path):
+    settings = dict(config_name="bert_tiny", vocab_size=120, dupe_factor=1, heldout_every=4,
+                    max_passage_sentences=3, num_workers=0)
+    first = prepare_pretraining_inputs(str(tmp_path), iter(documents(40)), max_seq_length=32,
+                                       max_predictions_per_seq=5, **settings)
+    # A short-sequence phase with more masking: the corpus and vocabulary are reused.
+    short = prepare_pretraining_inputs(str(tmp_path), never_read(), max_seq_length=16,
+                                       max_predictions_per_seq=7, masked_lm_prob=0.4, **settings)
+    assert (short.vocab_file, short.train_text) == (first.vocab_file, first.train_text)
+    assert set(short.train_records).isdisjoint(first.train_records)
+    assert [record_lengths(path) for path in short.train_records] == [(16, 7)] * 2
+    # Held-out records keep the paper's 15 %: ceil(16 * 0.15) = 3 predictions.
+    assert record_lengths(short.heldout_records[0]) == (16, 3)
+    weights = [np.sum(example.features.feature["masked_lm_weights"].float_list.value)
+               for example in map(tf.train.Example.FromString,
+                                  tf.data.TFRecordDataset(short.train_records).as_numpy_iterator())]
+    assert max(weights) == 6  # round(16 * 0.4) predictions; 15 % would give 2
+    # The first settings' records are still the ones returned for them.
+    assert prepare_pretraining_inputs(str(tmp_path), never_read(), max_seq_length=32,
+                                      max_predictions_per_seq=5, **settings) == first
+    assert [record_lengths(path) for path in first.train_records] == [(32, 5)] * 2
 
 
 def test_too_small_a_corpus_to_hold_out_is_an_error(tmp_path):

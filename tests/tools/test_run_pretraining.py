@@ -169,6 +169,29 @@ def test_flags_must_match_the_records(data, tmp_path):
             "--max_seq_length=32") in result.stderr
 
 
+def test_held_out_records_keep_their_own_lengths(data, tmp_path):
+    # E.g. held-out records with the paper's 15 % masking beside training records with more
+    # predictions, or a short-sequence phase evaluated on longer held-out sequences.
+    heldout = tmp_path / "heldout-8.tfrecord"
+    write_pretraining_records(heldout, HELD_OUT, 8, 5, vocab_size=40, seed=4)
+    flags = [f"--bert_config_file={data['config']}", f"--input_file={data['train']}",
+             "--train_batch_size=8", "--num_train_steps=4", "--num_warmup_steps=1",
+             "--steps_per_execution=2", "--strategy=cpu", "--nojit_compile", "--do_eval",
+             "--eval_batch_size=8"]
+    result = run_tool(TOOL, *flags, f"--output_dir={tmp_path / 'out'}",
+                      f"--eval_input_file={heldout}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    results = open(tmp_path / "out" / "eval_results.txt").read()
+    assert "global_step = 4\n" in results and f"examples = {HELD_OUT}\n" in results
+
+    too_long = tmp_path / "heldout-32.tfrecord"
+    write_pretraining_records(too_long, 4, 32, 5, vocab_size=40, seed=5)
+    result = run_tool(TOOL, *flags, f"--output_dir={tmp_path / 'long'}",
+                      f"--eval_input_file={too_long}")
+    assert result.returncode != 0
+    assert "max_seq_length 32 exceeds max_position_embeddings 16" in result.stderr
+
+
 def test_an_unreachable_tpu_is_a_clear_error(data, tmp_path):
     port = free_port()
     result = run_tool(TOOL, f"--bert_config_file={data['config']}", f"--input_file={data['train']}",
