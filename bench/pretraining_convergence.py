@@ -225,13 +225,13 @@ def plot(rows, path, title, baselines):
                      label=f"counting predictor, {name}: {accuracy:.3f}")
     axes.axvline(FLAGS.target_minutes, color="grey", linestyle=":",
                  label=f"{FLAGS.target_minutes:g} minutes")
-    axes.set_xlabel("minutes since the training command started (2 CPU cores)")
+    axes.set_xlabel("minutes since the first phase started (2 CPU cores)")
     axes.set_ylabel("masked-LM accuracy")
     axes.set_ylim(0, max([FLAGS.target_accuracy + 0.1] + [
         row["heldout_masked_lm_accuracy"] + 0.05 for row in rows]))
     axes.set_title(title)
     axes.grid(alpha=0.3)
-    axes.legend(loc="upper left", fontsize="small", ncol=2)
+    axes.legend(loc="lower right", fontsize="small")
     figure.tight_layout()
     figure.savefig(path, dpi=120)
     print(f"Wrote {path}")
