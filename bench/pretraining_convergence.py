@@ -37,7 +37,6 @@ import csv
 import glob
 import json
 import logging
-import math
 import os
 import subprocess
 import sys
@@ -87,8 +86,8 @@ flags.DEFINE_float("masked_lm_prob", 0.4, "Share of the training pieces masked: 
                    "15 %.")
 flags.DEFINE_float("learning_rate", 1e-3, "Peak learning rate.")
 flags.DEFINE_integer("eval_every", 200, "Steps between held-out evaluations (checkpoints).")
-flags.DEFINE_float("dropout_prob", 0.0, "Overrides the config's hidden and attention dropout "
-                   "(0 for a short run from scratch: it underfits, so dropout only slows it).")
+flags.DEFINE_float("dropout_prob", 0.0, "Hidden and attention dropout, replacing the config's "
+                   "0.1 (0 for a short run from scratch: it underfits, so dropout only slows it).")
 flags.DEFINE_string("mixed_precision", "bfloat16", "run_pretraining.py's --mixed_precision.")
 flags.DEFINE_bool("jit_compile", False, "run_pretraining.py's --jit_compile (on a CPU its "
                   "oneDNN kernels beat XLA's for BERT's step, see embedded_default.py).")
@@ -135,14 +134,11 @@ def prepare(max_seq_length):
     return prepare_pretraining_inputs(
         os.path.join(FLAGS.output_dir, "data"), documents(), config_name=FLAGS.config,
         vocab_size=FLAGS.vocab_size, max_seq_length=max_seq_length,
-        max_predictions_per_seq=math.ceil(max_seq_length * FLAGS.masked_lm_prob),
         masked_lm_prob=FLAGS.masked_lm_prob, dupe_factor=FLAGS.dupe_factor, vocab_iterations=2)
 
 
 def bert_config_file(inputs):
-    """The prepared config, or a copy beside it with --dropout_prob."""
-    if FLAGS.dropout_prob is None:
-        return inputs.bert_config_file
+    """A copy of the prepared config beside it, with --dropout_prob."""
     with open(inputs.bert_config_file, encoding="utf-8") as f:
         config = json.load(f)
     config.update(hidden_dropout_prob=FLAGS.dropout_prob,

@@ -95,6 +95,11 @@ def _learn_vocab(text_file, vocab_file, vocab_size, do_lower_case, sample_bytes,
     return len(vocab)
 
 
+def _max_predictions(max_seq_length, masked_lm_prob):
+    """Room for every prediction `masked_lm_prob` makes in a full sequence."""
+    return math.ceil(max_seq_length * masked_lm_prob)
+
+
 def _write_records(text, records_dir, file_names, vocab_file, do_lower_case, seed, num_workers,
                    instance_options):
     """Writes `text`'s instances into `records_dir/file_names` (all of them or none)."""
@@ -115,7 +120,7 @@ def _write_records(text, records_dir, file_names, vocab_file, do_lower_case, see
 
 def prepare_pretraining_inputs(directory, documents, *, config_name, vocab_size,
                                do_lower_case=True, max_seq_length=128,
-                               max_predictions_per_seq=20, masked_lm_prob=MASKED_LM_PROB,
+                               max_predictions_per_seq=None, masked_lm_prob=MASKED_LM_PROB,
                                dupe_factor=5, heldout_every=20,
                                max_passage_sentences=200, vocab_sample_bytes=4 << 20,
                                vocab_iterations=4, num_workers=None, seed=12345):
@@ -130,10 +135,11 @@ def prepare_pretraining_inputs(directory, documents, *, config_name, vocab_size,
       vocab_size: the target size of the learned vocabulary (`learn_vocab`: not a bound).
       do_lower_case: an uncased vocabulary and tokenization.
       max_seq_length, max_predictions_per_seq, masked_lm_prob, dupe_factor: the training
-        records' `create_pretraining_data.py` flags. The held-out records get one copy, the
-        paper's masking (`MASKED_LM_PROB`) and `ceil(max_seq_length * MASKED_LM_PROB)`
-        predictions, whatever the training records use: held-out accuracies then compare
-        across masking rates (`tools/run_pretraining.py` reads them with their own lengths).
+        records' `create_pretraining_data.py` flags; `max_predictions_per_seq` defaults to
+        `ceil(max_seq_length * masked_lm_prob)` (20 for 128 and 15 %). The held-out records
+        get one copy and the paper's masking (`MASKED_LM_PROB`, with that default), whatever
+        the training records use: held-out accuracies then compare across masking rates
+        (`tools/run_pretraining.py` reads them with their own lengths).
       heldout_every: every this many passages, one is held out.
       max_passage_sentences: documents are cut into passages of at most this many sentences.
       vocab_sample_bytes: the vocabulary is learned from the first this many bytes of text.
@@ -144,6 +150,8 @@ def prepare_pretraining_inputs(directory, documents, *, config_name, vocab_size,
     """
     if heldout_every < 2:
         raise ValueError(f"heldout_every must be at least 2, got {heldout_every}")
+    if max_predictions_per_seq is None:
+        max_predictions_per_seq = _max_predictions(max_seq_length, masked_lm_prob)
     os.makedirs(directory, exist_ok=True)
     corpus_dir = os.path.join(directory, "corpus")
     vocab_file = os.path.join(directory, "vocab.txt")
@@ -176,7 +184,8 @@ def prepare_pretraining_inputs(directory, documents, *, config_name, vocab_size,
         _timed("Wrote the held-out records", lambda: _write_records(
             heldout_text, heldout_dir, ["heldout.tfrecord"], vocab_file, do_lower_case, seed,
             num_workers, dict(max_seq_length=max_seq_length, masked_lm_prob=MASKED_LM_PROB,
-                              max_predictions_per_seq=math.ceil(max_seq_length * MASKED_LM_PROB),
+                              max_predictions_per_seq=_max_predictions(max_seq_length,
+                                                                       MASKED_LM_PROB),
                               dupe_factor=1)))
     if not os.path.exists(config_file):
         config = dataclasses.replace(BertConfig.from_name(config_name),

@@ -68,9 +68,10 @@ def test_records_of_other_settings_are_added_beside(tmp_path):
                     max_passage_sentences=3, num_workers=0)
     first = prepare_pretraining_inputs(str(tmp_path), iter(documents(40)), max_seq_length=32,
                                        max_predictions_per_seq=5, **settings)
-    # A short-sequence phase with more masking: the corpus and vocabulary are reused.
+    # A short-sequence phase with more masking: the corpus and vocabulary are reused, and
+    # max_predictions_per_seq defaults to ceil(16 * 0.4) = 7.
     short = prepare_pretraining_inputs(str(tmp_path), never_read(), max_seq_length=16,
-                                       max_predictions_per_seq=7, masked_lm_prob=0.4, **settings)
+                                       masked_lm_prob=0.4, **settings)
     assert (short.vocab_file, short.train_text) == (first.vocab_file, first.train_text)
     assert set(short.train_records).isdisjoint(first.train_records)
     assert [record_lengths(path) for path in short.train_records] == [(16, 7)] * 2
