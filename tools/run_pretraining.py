@@ -322,10 +322,14 @@ def main(argv):
     eval_lengths = (record_lengths(eval_files[0])
                     if eval_files and (train_files or text_files) else (seq_length, predictions))
     config = BertConfig.from_json_file(FLAGS.bert_config_file)
-    for length in {seq_length, eval_lengths[0]}:
+    lengths = {"the training input": seq_length} if train_files or text_files else {}
+    if eval_files:
+        lengths[f"{eval_files[0]} (from {eval_flag})"] = eval_lengths[0]
+    for source, length in lengths.items():
         if length > config.max_position_embeddings:
             raise app.UsageError(f"max_seq_length {length} exceeds max_position_embeddings "
-                                 f"{config.max_position_embeddings} of {FLAGS.bert_config_file}")
+                                 f"{config.max_position_embeddings} of {FLAGS.bert_config_file}"
+                                 f" ({source})")
 
     keras.utils.set_random_seed(FLAGS.seed)
     replicas = strategy.num_replicas_in_sync

@@ -190,6 +190,7 @@ def test_held_out_records_keep_their_own_lengths(data, tmp_path):
                       f"--eval_input_file={too_long}")
     assert result.returncode != 0
     assert "max_seq_length 32 exceeds max_position_embeddings 16" in result.stderr
+    assert f"({too_long} (from --eval_input_file))" in result.stderr
 
 
 def test_an_unreachable_tpu_is_a_clear_error(data, tmp_path):
