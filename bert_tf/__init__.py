@@ -20,7 +20,7 @@ from bert_tf.models.bert_span_labeler import BertSpanLabeler  # noqa: E402
 from bert_tf.models.bert_token_classifier import BertTokenClassifier  # noqa: E402
 from bert_tf.text.bert_preprocessor import BertPreprocessor  # noqa: E402
 from bert_tf.text.bert_tokenizer import BertTokenizer  # noqa: E402
-from bert_tf.text.preprocessor_export import export_preprocessor  # noqa: E402
+from bert_tf.export.preprocessor_export import export_preprocessor  # noqa: E402
 
 __all__ = ["BertConfig", "BertEncoder", "BertClassifier", "BertSpanLabeler", "BertTokenClassifier",
            "BertMultipleChoice", "BertFeatureExtractor", "BertPreprocessor", "BertTokenizer",

@@ -56,7 +56,7 @@ def _writer():
     """A function writing the requested SavedModel into a directory."""
     from bert_tf.export import (export_encoder, export_task_model, load_pretrained,
                                 load_task_model, vocab_beside_checkpoint)
-    from bert_tf.text.preprocessor_export import export_preprocessor
+    from bert_tf.export.preprocessor_export import export_preprocessor
 
     if FLAGS.export_type == "preprocess":
         if not FLAGS.vocab_file:

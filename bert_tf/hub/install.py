@@ -13,7 +13,7 @@ Example:
 
 from bert_tf.export import export_encoder, load_pretrained, vocab_beside_checkpoint, write_version
 from bert_tf.hub import model_dir
-from bert_tf.text.preprocessor_export import export_preprocessor
+from bert_tf.export.preprocessor_export import export_preprocessor
 
 
 def install_model(init_checkpoint, name=model_dir.DEFAULT_MODEL_NAME, vocab_file=None,

@@ -6,17 +6,15 @@
                         detokenize
     BertPacker          [CLS] A [SEP] B [SEP] ..., round_robin or waterfall truncation, padding
     BertPreprocessor    Keras layer: strings (or tuples of strings) -> encoder input dict
-    export_preprocessor TF Hub-style preprocessing SavedModel
     load_vocab, save_vocab, count_words, learn_vocab: vocabularies (tools/build_vocab.py)
+The preprocessing SavedModel is `bert_tf.export.export_preprocessor`.
 """
 
 from bert_tf.text.basic_tokenizer import BasicTokenizer
 from bert_tf.text.bert_packer import BertPacker
 from bert_tf.text.bert_preprocessor import BertPreprocessor
 from bert_tf.text.bert_tokenizer import BertTokenizer
-from bert_tf.text.preprocessor_export import export_preprocessor
 from bert_tf.text.vocab import RESERVED_TOKENS, count_words, learn_vocab, load_vocab, save_vocab
 
-__all__ = ["BasicTokenizer", "BertPacker", "BertPreprocessor", "BertTokenizer",
-           "export_preprocessor", "RESERVED_TOKENS", "count_words", "learn_vocab", "load_vocab",
-           "save_vocab"]
+__all__ = ["BasicTokenizer", "BertPacker", "BertPreprocessor", "BertTokenizer", "RESERVED_TOKENS",
+           "count_words", "learn_vocab", "load_vocab", "save_vocab"]

@@ -9,7 +9,7 @@ import pytest
 import tensorflow as tf
 
 from bert_tf.text.bert_preprocessor import BertPreprocessor
-from bert_tf.text.preprocessor_export import export_preprocessor
+from bert_tf.export.preprocessor_export import export_preprocessor
 from tests.text.reference import minilm_vocab
 
 TEXTS_A = ["Hello, World!", "Ünïcödé naïve café 中文 😀", "", "y " * 300]
