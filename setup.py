@@ -11,8 +11,8 @@ setup(
     python_requires=">=3.11",
     packages=find_packages(include=["bert_tf", "bert_tf.*"]),
     install_requires=[
-        "tensorflow==2.21.*",
-        "tensorflow-text==2.21.*",
+        "tensorflow>=2.20,<2.22",
+        "tensorflow-text>=2.20,<2.22",
         "keras>=3.15",
         "absl-py",
         "numpy",
@@ -20,8 +20,8 @@ setup(
     ],
     extras_require={
         "test": ["pytest", "tokenizers"],
-        "hub": ["tensorflow-hub", "tf-keras==2.21.*"],
-        "serving": ["tensorflow-serving-api==2.21.*", "grpcio"],
+        "hub": ["tensorflow-hub", "tf-keras>=2.20,<2.22"],
+        "serving": ["tensorflow-serving-api>=2.20,<2.22", "grpcio"],
         "bench": ["matplotlib"],
     },
 )
