@@ -23,6 +23,8 @@ class BertPreprocessor(keras.layers.Layer):
         lower_case: BERT's `do_lower_case`.
         seq_length: length of the packed inputs.
         truncation: "round_robin" (default) or "waterfall", see `BertPacker`.
+        special_tokens_in_strings: `[CLS]`, `[SEP]`, `[MASK]`... written in the text become
+            their ids, as in Hugging Face (see `BertTokenizer`); off by default, as in Google's.
 
     Example:
         >>> preprocessor = BertPreprocessor("vocab.txt", lower_case=True, seq_length=128)
@@ -33,9 +35,10 @@ class BertPreprocessor(keras.layers.Layer):
         >>> dataset = dataset.map(lambda a, b: preprocessor((a, b)))
     """
 
-    def __init__(self, vocab, lower_case, seq_length=128, truncation="round_robin", **kwargs):
+    def __init__(self, vocab, lower_case, seq_length=128, truncation="round_robin",
+                 special_tokens_in_strings=False, **kwargs):
         super().__init__(trainable=False, **kwargs)
-        self.tokenizer = BertTokenizer(vocab, lower_case)
+        self.tokenizer = BertTokenizer(vocab, lower_case, special_tokens_in_strings)
         self.packer = BertPacker(
             seq_length, start_id=self.tokenizer.token_id("[CLS]"),
             end_id=self.tokenizer.token_id("[SEP]"), pad_id=self.tokenizer.token_id("[PAD]"),
@@ -64,5 +67,6 @@ class BertPreprocessor(keras.layers.Layer):
         config = super().get_config()
         config.pop("trainable", None)
         config.update(vocab=list(self.tokenizer.vocab), lower_case=self.tokenizer.lower_case,
-                      seq_length=self.packer.seq_length, truncation=self.packer.truncation)
+                      seq_length=self.packer.seq_length, truncation=self.packer.truncation,
+                      special_tokens_in_strings=self.tokenizer.special_tokens_in_strings)
         return config

@@ -6,6 +6,7 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from bert_tf.text.basic_tokenizer import BasicTokenizer
+from bert_tf.text.special_tokens import cut_at_special_tokens
 from bert_tf.text.vocab import load_vocab
 
 # The original WordpieceTokenizer gives up on words longer than this many characters
@@ -13,6 +14,8 @@ from bert_tf.text.vocab import load_vocab
 MAX_CHARS_PER_WORD = 100
 SUFFIX_INDICATOR = "##"
 UNKNOWN_TOKEN = "[UNK]"
+# The special tokens Hugging Face's BertWordPieceTokenizer finds in text (those the vocabulary has).
+SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 # Printable ASCII plus the three whitespace controls. On such text BERT's normalisation is only
 # ASCII lower-casing and whitespace/punctuation splitting, which tf.text's end-to-end WordPiece
 # does in one C++ pass with exactly BERT's rules (ASCII punctuation 33-47, 58-64, 91-96, 123-126;
@@ -29,9 +32,15 @@ class BertTokenizer(tf.Module):
     `BertWordPieceTokenizer` for any input, including invalid UTF-8 (those bytes are dropped, as
     when the text is read with `errors="replace"`).
 
+    `[CLS]`, `[SEP]` or `[MASK]` written in the text are ordinary text by default, as for
+    Google's tokenizer. With `special_tokens_in_strings=True` they, `[PAD]` and `[UNK]` become
+    their ids wherever they are written exactly so (also inside words, `a[CLS]b`; `[cls]` stays
+    text even when lower-casing), as Hugging Face's `BertWordPieceTokenizer` does.
+
     Args:
         vocab: path of a `vocab.txt` or the list of tokens (the index is the id).
         lower_case: BERT's `do_lower_case`: strip accents and lower-case before WordPiece.
+        special_tokens_in_strings: treat special tokens written in the text as such.
 
     Example:
         >>> tokenizer = BertTokenizer("vocab.txt", lower_case=True)
@@ -42,12 +51,15 @@ class BertTokenizer(tf.Module):
         <tf.Tensor: ... numpy=array([b'hello , unaffable world !'], dtype=object)>
     """
 
-    def __init__(self, vocab, lower_case, name=None):
+    def __init__(self, vocab, lower_case, special_tokens_in_strings=False, name=None):
         super().__init__(name=name)
         self.vocab = load_vocab(vocab) if isinstance(vocab, str) else [str(t) for t in vocab]
         self.lower_case = bool(lower_case)
+        self.special_tokens_in_strings = bool(special_tokens_in_strings)
         self._ids = {token: index for index, token in enumerate(self.vocab)}
         self.unknown_id = self.token_id(UNKNOWN_TOKEN)
+        self._special_ids = {token: self._ids[token] for token in SPECIAL_TOKENS
+                             if token in self._ids}
         self.basic_tokenizer = BasicTokenizer(self.lower_case)
         # Words are split already (no_pretokenization). A word of at most 100 characters has at
         # most 400 UTF-8 bytes; longer words are turned into [UNK] here, by character count.
@@ -137,6 +149,13 @@ class BertTokenizer(tf.Module):
         return self._tokenize_functions[with_offsets, by_word](texts)
 
     def _tokenize_graph(self, texts, with_offsets, by_word):
+        if not self.special_tokens_in_strings:
+            return self._tokenize_text(texts, with_offsets, by_word)
+        # The text between special tokens is tokenized on its own, as Hugging Face does.
+        cut = cut_at_special_tokens(texts, self._special_ids)
+        return cut.join(self._tokenize_text(cut.segments, with_offsets, by_word))
+
+    def _tokenize_text(self, texts, with_offsets, by_word):
         is_ascii = tf.strings.regex_full_match(texts, _PLAIN_ASCII_TEXT)
 
         def plain_ascii():
