@@ -2,11 +2,11 @@
 scratch on the Gutenberg sample, against wall-clock time (issue 4: >= 0.30 within 30 minutes
 on 2 cores). Writes the curve as CSV and PNG (docs/pretraining_convergence.{csv,png}).
 
-1. The books (`--corpus`) become documents of sentences (`bert_tf.data.prose.read_book`; lines
+1. The books (`--corpus`) become documents of sentences (`bert_tf.data.pretraining.prose.read_book`; lines
    that are not UTF-8, e.g. in chesterton-ball.txt and shakespeare-caesar.txt, which are
    latin-1, are skipped and counted), cut into passages of 200 sentences, one in 20 held out.
 2. A WordPiece vocabulary is learned from the training text and, for each phase's sequence
-   length, `create_pretraining_data`'s records are written (`bert_tf.data.pretraining_inputs`;
+   length, `create_pretraining_data`'s records are written (`bert_tf.data.pretraining.inputs`;
    training records with `--masked_lm_prob`, held-out records with the paper's 15 %), in
    `--output_dir/data`.
 3. Each phase (`--max_seq_lengths`, `--train_batch_sizes`, `--num_train_steps`,
@@ -51,9 +51,9 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import tensorflow as tf  # noqa: E402
 from absl import app, flags  # noqa: E402
 
-from bert_tf.data.pretraining_corpus import CorpusStatistics  # noqa: E402
-from bert_tf.data.pretraining_inputs import prepare_pretraining_inputs  # noqa: E402
-from bert_tf.data.prose import read_book  # noqa: E402
+from bert_tf.data.pretraining.corpus import CorpusStatistics  # noqa: E402
+from bert_tf.data.pretraining.inputs import prepare_pretraining_inputs  # noqa: E402
+from bert_tf.data.pretraining.prose import read_book  # noqa: E402
 from bert_tf.training.scalar_logs import read_scalars  # noqa: E402
 from masked_lm_baselines import baseline_accuracies, read  # noqa: E402
 

@@ -24,9 +24,9 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from absl import app, flags  # noqa: E402
 
-from bert_tf.data.pretraining_data_writer import (  # noqa: E402
+from bert_tf.data.pretraining.records_writer import (  # noqa: E402
     DEFAULT_CHUNK_BYTES, write_pretraining_data)
-from bert_tf.data.pretraining_dataset import expand_input_files  # noqa: E402
+from bert_tf.data.pretraining.records_dataset import expand_input_files  # noqa: E402
 
 # The original flags (same names, meaning and defaults).
 flags.DEFINE_string("input_file", None,

@@ -116,7 +116,7 @@ def vocab_file_from_flags():
         if not os.path.isfile(FLAGS.vocab_file):
             raise app.UsageError(f"--vocab_file {FLAGS.vocab_file} does not exist")
         return FLAGS.vocab_file
-    from bert_tf.export.pretrained_models import vocab_beside_checkpoint
+    from bert_tf.checkpoints import vocab_beside_checkpoint
     return vocab_beside_checkpoint(FLAGS.init_checkpoint)
 
 
@@ -126,14 +126,15 @@ def encoder_from_flags():
     `app.UsageError` when --max_seq_length exceeds its max_position_embeddings."""
     import keras
 
-    from bert_tf.checkpoints import load_encoder
+    from bert_tf.checkpoints import load_model
     from bert_tf.config import BertConfig
     from bert_tf.models.bert_encoder import BertEncoder
 
     keras.utils.set_random_seed(FLAGS.seed)
     dtype = MIXED_PRECISION[FLAGS.mixed_precision]
     if FLAGS.init_checkpoint:
-        encoder = load_encoder(FLAGS.init_checkpoint, FLAGS.bert_config_file, dtype=dtype)
+        encoder = load_model(FLAGS.init_checkpoint, bert_config_file=FLAGS.bert_config_file,
+                             dtype=dtype)
     else:
         logger.warning("No --init_checkpoint: fine-tuning an encoder with random weights")
         encoder = BertEncoder(BertConfig.from_json_file(FLAGS.bert_config_file), dtype=dtype)
@@ -149,7 +150,7 @@ def encoder_from_flags():
 def prepare_output_dir(encoder, vocab_file):
     """Creates --output_dir with `bert_config.json` and `vocab.txt`, so that the checkpoints
     written there are complete for `export_savedmodel.py` and as an --init_checkpoint."""
-    from bert_tf.checkpoints.tf2 import write_model_files
+    from bert_tf.checkpoints import write_model_files
 
     write_model_files(FLAGS.output_dir, encoder.config, vocab_file)
 
@@ -187,7 +188,7 @@ def training_batches_fn(examples, num_examples, prepare=None, drop_remainder=Fal
     batches an uninterrupted one would have seen."""
     import tensorflow as tf
 
-    from bert_tf.data.dynamic_padding import bucketed_batches
+    from bert_tf.data.tasks.dynamic_padding import bucketed_batches
 
     def batches(start_step):
         stream = examples.shuffle(num_examples, seed=FLAGS.seed,

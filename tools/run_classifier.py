@@ -51,7 +51,7 @@ TOOL = "run_classifier"
 def _read(task, mode):
     """The `GlueExamples` of each of the task's files for `mode` ("train", "eval",
     "predict")."""
-    from bert_tf.data.glue import read_glue_tsv
+    from bert_tf.data.tasks.glue import read_glue_tsv
 
     predicting = mode == "predict"
     return [read_glue_tsv(os.path.join(FLAGS.data_dir, name), task, labelled=not predicting,
@@ -73,7 +73,7 @@ def _raw_examples(examples, task, with_labels):
 def _packed(raw_examples, preprocessor):
     """Tokenizes and packs raw examples in-graph into unbatched `features` or
     `(features, {"logits": label})`."""
-    from bert_tf.data.chunked_packing import pack_in_chunks
+    from bert_tf.data.tasks.chunked_packing import pack_in_chunks
 
     def pack(batch):
         features = preprocessor(batch["texts"])
@@ -83,7 +83,7 @@ def _packed(raw_examples, preprocessor):
 
 def _logits(tuner, examples, preprocessor, task, batch_size):
     """The model's logits for every example, in file order."""
-    from bert_tf.data.dynamic_padding import padded_batches
+    from bert_tf.data.tasks.dynamic_padding import padded_batches
 
     features = _packed(_raw_examples(examples, task, with_labels=False), preprocessor)
     batches = padded_batches(features, batch_size, FLAGS.max_seq_length)
@@ -154,7 +154,7 @@ def main(argv):
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
     needs = ["task_name", "data_dir"]
     common.check_flags(TOOL, {"train": needs, "eval": needs, "predict": needs})
-    from bert_tf.data.glue_tasks import glue_task
+    from bert_tf.data.tasks.glue_tasks import glue_task
     try:
         task = glue_task(FLAGS.task_name)
     except ValueError as error:

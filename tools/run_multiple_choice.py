@@ -37,7 +37,7 @@ logger = logging.getLogger("bert_tf.tools")
 
 
 def _read(name, require_labels, tokenizer):
-    from bert_tf.data.swag import read_swag
+    from bert_tf.data.tasks.swag import read_swag
 
     path = common.data_path(name)
     examples = read_swag(path, require_labels)
@@ -61,7 +61,7 @@ def _write_predictions(path, examples, probabilities):
 def run(vocab_file):
     import keras
 
-    from bert_tf.data.dynamic_padding import padded_batches
+    from bert_tf.data.tasks.dynamic_padding import padded_batches
     from bert_tf.metrics.glue import accuracy
     from bert_tf.metrics.softmax import cross_entropy, softmax
     from bert_tf.models.bert_multiple_choice import BertMultipleChoice
@@ -119,7 +119,7 @@ def main(argv):
                        {mode: ["data_dir"] for mode in common.DATA_FILE_FLAGS},
                        data_files=common.DATA_FILE_FLAGS)
     logging.getLogger("bert_tf").setLevel(logging.INFO)
-    from bert_tf.data.swag import SwagFormatError
+    from bert_tf.data.tasks.swag import SwagFormatError
 
     vocab_file = common.vocab_file_from_flags()
     try:

@@ -44,7 +44,7 @@ logger = logging.getLogger("bert_tf.tools")
 
 def _labels(train_sentences, train_path):
     """The label list: the training data's tags (saved to --output_dir), or the saved list."""
-    from bert_tf.data import conll
+    from bert_tf.data.tasks import conll
 
     path = os.path.join(FLAGS.output_dir, LABEL_LIST_FILE)
     if train_sentences is not None:
@@ -63,7 +63,7 @@ def _labels(train_sentences, train_path):
 
 
 def _windows(sentences, tokenizer, tags=None, description=""):
-    from bert_tf.data.tagging_windows import TaggingWindows
+    from bert_tf.data.tasks.tagging_windows import TaggingWindows
 
     windows = TaggingWindows.build([s.words for s in sentences], tokenizer,
                                    FLAGS.max_seq_length, tags)
@@ -76,7 +76,7 @@ def _windows(sentences, tokenizer, tags=None, description=""):
 
 
 def _predict_tags(tuner, windows, labels, batch_size):
-    from bert_tf.data.dynamic_padding import padded_batches
+    from bert_tf.data.tasks.dynamic_padding import padded_batches
 
     batches = padded_batches(windows.dataset(), batch_size, FLAGS.max_seq_length)
     logits = tuner.predict(batches, FLAGS.max_seq_length, sequence_outputs=("logits",))["logits"]
@@ -86,8 +86,8 @@ def _predict_tags(tuner, windows, labels, batch_size):
 def run(tokenizer_vocab):
     import keras
 
-    from bert_tf.data import conll
-    from bert_tf.data.tagging_windows import IGNORED_LABEL
+    from bert_tf.data.tasks import conll
+    from bert_tf.data.tasks.tagging_windows import IGNORED_LABEL
     from bert_tf.metrics.sequence_labeling import entity_scores
     from bert_tf.models.bert_token_classifier import BertTokenClassifier
     from bert_tf.text.bert_tokenizer import BertTokenizer
@@ -153,7 +153,7 @@ def main(argv):
     common.check_flags("run_ner", {mode: ["data_dir"] for mode in common.DATA_FILE_FLAGS},
                        data_files=common.DATA_FILE_FLAGS)
     logging.getLogger("bert_tf").setLevel(logging.INFO)
-    from bert_tf.data.conll import ConllFormatError
+    from bert_tf.data.tasks.conll import ConllFormatError
 
     vocab_file = common.vocab_file_from_flags()
     try:

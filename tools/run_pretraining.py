@@ -197,7 +197,7 @@ def _prepare_embedded_inputs():
 
 def _record_lengths(files, flag):
     """(max_seq_length, max_predictions_per_seq) of the records, checked against the flags."""
-    from bert_tf.data.pretraining_dataset import InputFileError, record_lengths
+    from bert_tf.data.pretraining.records_dataset import InputFileError, record_lengths
 
     lengths = record_lengths(files[0])
     for name, found in zip(("max_seq_length", "max_predictions_per_seq"), lengths):
@@ -217,8 +217,8 @@ def _write_eval_results(path, step, metrics):
 
 def _training_dataset_fn(train_files, text_files, seq_length, predictions):
     """`(input_context, start_step) -> dataset` of the records or, masked on the fly, the text."""
-    from bert_tf.data.dynamic_masking_dataset import dynamic_masking_dataset
-    from bert_tf.data.pretraining_dataset import training_dataset
+    from bert_tf.data.pretraining.dynamic_masking_dataset import dynamic_masking_dataset
+    from bert_tf.data.pretraining.records_dataset import training_dataset
     from bert_tf.text.bert_tokenizer import BertTokenizer
 
     if text_files:
@@ -238,7 +238,7 @@ class _HeldOutEvaluation:
     (log, `eval_results.txt`, TensorBoard `eval/`); remembers the last step it evaluated."""
 
     def __init__(self, trainer, files, seq_length, predictions, chief):
-        from bert_tf.data.pretraining_dataset import count_records
+        from bert_tf.data.pretraining.records_dataset import count_records
 
         self.trainer, self.files, self.chief = trainer, files, chief
         self.seq_length, self.predictions = seq_length, predictions
@@ -250,7 +250,7 @@ class _HeldOutEvaluation:
     def __call__(self):
         import tensorflow as tf
 
-        from bert_tf.data.pretraining_dataset import evaluation_dataset, naming_bad_input_files
+        from bert_tf.data.pretraining.records_dataset import evaluation_dataset, naming_bad_input_files
         from bert_tf.training.summaries import write_scalars
 
         with naming_bad_input_files(self.files, self.seq_length, self.predictions):
@@ -293,9 +293,9 @@ def main(argv):
     import keras
     import tensorflow as tf
 
-    from bert_tf.checkpoints.tf2 import write_model_files
+    from bert_tf.checkpoints import restore_weights, write_model_files
     from bert_tf.config import BertConfig
-    from bert_tf.data.pretraining_dataset import (expand_input_files, naming_bad_input_files,
+    from bert_tf.data.pretraining.records_dataset import (expand_input_files, naming_bad_input_files,
                                                   record_lengths)
     from bert_tf.training import distribution
     from bert_tf.training.pretraining_trainer import PretrainingTrainer
@@ -371,7 +371,7 @@ def main(argv):
     elif tf.train.latest_checkpoint(FLAGS.output_dir):
         trainer.restore(tf.train.latest_checkpoint(FLAGS.output_dir))
     elif FLAGS.init_checkpoint:
-        trainer.model.load_checkpoint(FLAGS.init_checkpoint, require_heads=True)
+        restore_weights(trainer.model, FLAGS.init_checkpoint, pretraining_heads=True)
     else:
         raise app.UsageError("--nodo_train --do_eval needs a checkpoint: --output_dir has none "
                              "and --init_checkpoint is not set")

@@ -72,7 +72,7 @@ def _check_squad_flags():
 
 def _read(path, articles, tokenizer, is_training):
     """(articles, examples, features) of `path`; logs the skipped training questions."""
-    from bert_tf.data import squad
+    from bert_tf.data.tasks import squad
 
     selected = squad.read_squad_file(path, squad.article_slice(articles))
     skipped = squad.SkippedQuestions()
@@ -97,7 +97,7 @@ def _predict_answers(tuner, examples, features):
     import numpy as np
     import tensorflow as tf
 
-    from bert_tf.data.dynamic_padding import padded_batches
+    from bert_tf.data.tasks.dynamic_padding import padded_batches
     from bert_tf.metrics.squad_postprocess import decode_answer
 
     batch_size = FLAGS.predict_batch_size if FLAGS.do_predict else FLAGS.eval_batch_size
@@ -157,7 +157,7 @@ def main(argv):
     import keras
     import tensorflow as tf
 
-    from bert_tf.data.squad import SquadFormatError
+    from bert_tf.data.tasks.squad import SquadFormatError
     from bert_tf.models.bert_span_labeler import BertSpanLabeler
     from bert_tf.text.bert_tokenizer import BertTokenizer
 

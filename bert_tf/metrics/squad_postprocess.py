@@ -6,8 +6,8 @@ each feature is one `[CLS] question [SEP] context window [SEP]` sequence. For on
 
 * in each feature, pair the `n_best_size` highest start logits with the `n_best_size` highest
   end logits, keeping spans that lie inside the context, start in a token whose window gives it
-  the most context (`max_context_mask`), end no earlier than they start and are at most
-  `max_answer_length` tokens long;
+  the most context (`bert_tf.data.tasks.squad_windows.max_context_mask`), end no earlier than
+  they start and are at most `max_answer_length` tokens long;
 * rank all spans by start + end logit, cut the answer text out of the context with the tokens'
   character offsets, drop repeated texts, and keep the best `n_best_size` with their softmax
   probabilities;
@@ -27,44 +27,8 @@ Example:
 
 import numpy as np
 
+from bert_tf.data.tasks.squad_windows import CLS_POSITION
 from bert_tf.metrics.softmax import softmax
-
-CLS_POSITION = 0
-
-
-def max_context_mask(span_starts, span_lengths):
-    """For overlapping windows over one document's tokens, which tokens each window "owns".
-
-    A token in several windows belongs to the one where it has the most context: the largest
-    min(tokens to its left, tokens to its right) in the window, plus 0.01 * window length to
-    break ties toward longer windows; the first window wins remaining ties. Only a window's own
-    tokens may start an answer (BERT's `_check_is_max_context`).
-
-    Args:
-        span_starts: the first document token of each window.
-        span_lengths: the number of document tokens in each window.
-
-    Returns:
-        One boolean array per window, `[span_length]`, True where the window owns the token.
-
-    Example:
-        >>> max_context_mask([0, 3], [5, 5])   # tokens 3 and 4 are in both windows
-        [array([ True,  True,  True,  True, False]), array([False,  True,  True,  True,  True])]
-    """
-    if len(span_starts) != len(span_lengths):
-        raise ValueError(f"Got {len(span_starts)} span starts and {len(span_lengths)} lengths")
-    num_tokens = max((start + length for start, length in zip(span_starts, span_lengths)),
-                     default=0)
-    best_score = np.full(num_tokens, -np.inf)
-    best_span = np.full(num_tokens, -1)
-    for index, (start, length) in enumerate(zip(span_starts, span_lengths)):
-        position = np.arange(start, start + length)
-        score = np.minimum(position - start, start + length - 1 - position) + 0.01 * length
-        better = score > best_score[position]
-        best_score[position[better]] = score[better]
-        best_span[position[better]] = index
-    return [best_span[start:start + length] == index
-            for index, (start, length) in enumerate(zip(span_starts, span_lengths))]
 
 
 def _top_indices(logits, n):
@@ -81,7 +45,7 @@ def best_spans(start_logits, end_logits, token_offsets, token_is_max_context=Non
         token_offsets: `[seq, 2]` (start, end) character offsets of each token in the
             context, end exclusive; negative for tokens not from the context (`[CLS]`, the
             question, `[SEP]`, padding).
-        token_is_max_context: optional `[seq]` booleans (see `max_context_mask`); a span may
+        token_is_max_context: optional `[seq]` booleans (`squad_windows.max_context_mask`); a span may
             only start where it is True. Default: everywhere (a single window).
         n_best_size: how many start and end positions to pair.
         max_answer_length: the longest span, in tokens.

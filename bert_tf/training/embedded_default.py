@@ -29,8 +29,8 @@ Example:
 import os
 import tempfile
 
-from bert_tf.data.pretraining_inputs import prepare_pretraining_inputs
-from bert_tf.data.stdlib_corpus import stdlib_documents
+from bert_tf.data.pretraining.inputs import prepare_pretraining_inputs
+from bert_tf.data.pretraining.stdlib_corpus import stdlib_documents
 from bert_tf.training.scalar_logs import read_scalars
 
 DEFAULT_OUTPUT_DIR = os.path.join(tempfile.gettempdir(), "bert_tf_pretraining_default")

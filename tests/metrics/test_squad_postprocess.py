@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from bert_tf.metrics.squad_postprocess import best_spans, decode_answer, max_context_mask
+from bert_tf.metrics.squad_postprocess import best_spans, decode_answer
 
 # [CLS] question [SEP] Hello big world [SEP] [PAD]: only positions 3-5 are context.
 CONTEXT = "Hello big world"
@@ -88,21 +88,8 @@ def test_no_valid_span():
     assert [e["text"] for e in v2["nbest"]] == [""] and v2["nbest"][0]["probability"] == 1.0
 
 
-def test_max_context_mask_matches_berts_example():
-    # BERT's comment: "the man went to the store and bought a gallon of milk" in windows
-    # A = tokens 0-4, B = 3-7, C = 6-10. "bought" (7) has 4 left / 0 right tokens in B and
-    # 1 left / 3 right in C, so C owns it; "to" (3) belongs to A (3 left, 1 right), "and" (6)
-    # to B (3 left, 1 right).
-    a, b, c = max_context_mask([0, 3, 6], [5, 5, 5])
-    assert a.tolist() == [True, True, True, True, False]
-    assert b.tolist() == [False, True, True, True, False]
-    assert c.tolist() == [False, True, True, True, True]
-
-
 def test_bad_shapes_are_clear_errors():
     with pytest.raises(ValueError, match=r"token_offsets \(8,\) must be \[seq\], \[seq\], \[seq, 2\]"):
         best_spans(START, END, [0] * 8)
     with pytest.raises(ValueError, match="at least one feature"):
         decode_answer(CONTEXT, [])
-    with pytest.raises(ValueError, match="Got 2 span starts and 1 lengths"):
-        max_context_mask([0, 3], [5])

@@ -2,8 +2,8 @@
 
 import os
 
-from bert_tf.data.pretraining_data_writer import write_pretraining_data
-from tests.data.toy_corpus import numbered_documents, write_corpus, write_vocab
+from bert_tf.data.pretraining.records_writer import write_pretraining_data
+from tests.data.pretraining.toy_corpus import numbered_documents, write_corpus, write_vocab
 from tests.tools.tool_runs import run_tool
 
 TOOL = "create_pretraining_data.py"

@@ -12,7 +12,7 @@ import pytest
 import tensorflow as tf
 import tensorflow_text  # noqa: F401  (the exported SavedModel uses tf.text ops)
 
-from bert_tf.data.swag import read_swag
+from bert_tf.data.tasks.swag import read_swag
 from tests.tools.tool_runs import run_tool, scalar_curves
 
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "man", "woman", "opens", "door",

@@ -11,7 +11,7 @@ import pytest
 import tensorflow as tf
 import tensorflow_text  # noqa: F401  (the exported SavedModel uses tf.text ops)
 
-from bert_tf.data.conll import read_conll
+from bert_tf.data.tasks.conll import read_conll
 from bert_tf.metrics.sequence_labeling import entity_scores
 from tests.resources import minilm_dir, shared_data_path
 from tests.tools.tool_runs import run_tool, scalar_curves

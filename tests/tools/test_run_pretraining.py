@@ -14,10 +14,10 @@ import tensorflow as tf
 from bert_tf.config import BertConfig
 from bert_tf.text.bert_tokenizer import BertTokenizer
 from bert_tf.text.vocab import load_vocab
-from tests.data.pretraining_records import write_pretraining_records
-from tests.data.toy_corpus import CLS as CLS_ID
-from tests.data.toy_corpus import SEP as SEP_ID
-from tests.data.toy_corpus import VOCAB, numbered_documents, word_ids, write_corpus, write_vocab
+from tests.data.pretraining.records import write_pretraining_records
+from tests.data.pretraining.toy_corpus import CLS as CLS_ID
+from tests.data.pretraining.toy_corpus import SEP as SEP_ID
+from tests.data.pretraining.toy_corpus import VOCAB, numbered_documents, word_ids, write_corpus, write_vocab
 from tests.training.test_distributed import free_port
 from tests.training.test_schedule import googles_learning_rate
 from tests.tools.tool_runs import (kill_at_first_checkpoint, latest_step, run_tool, scalar_curves,

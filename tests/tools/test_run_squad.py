@@ -14,7 +14,7 @@ import tensorflow as tf
 from bert_tf import BertConfig, BertEncoder
 from bert_tf.checkpoints import save_checkpoint
 from bert_tf.metrics.squad import evaluate_squad_v1, evaluate_squad_v2
-from tests.data.test_squad import VOCAB, squad_json, write_squad, write_vocab
+from tests.data.tasks.test_squad import VOCAB, squad_json, write_squad, write_vocab
 from tests.resources import minilm_dir, shared_data_path
 from tests.tools.tool_runs import run_tool, scalar_curves
 

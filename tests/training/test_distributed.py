@@ -8,7 +8,7 @@ import pytest
 import tensorflow as tf
 
 from bert_tf.training.distribution import TpuUnavailableError, create_strategy
-from tests.data.pretraining_records import write_pretraining_records
+from tests.data.pretraining.records import write_pretraining_records
 from tests.resources import REPO_ROOT
 from tests.training.test_pretraining_trainer import PREDICTIONS, SEQ
 

@@ -8,7 +8,7 @@ import pytest
 import tensorflow as tf
 
 from bert_tf import BertClassifier, BertTokenClassifier
-from bert_tf.data.dynamic_padding import bucketed_batches, padded_batches
+from bert_tf.data.tasks.dynamic_padding import bucketed_batches, padded_batches
 from bert_tf.export import load_task_model
 from bert_tf.training.fine_tuning import FineTuner, fine_tuning_optimizer, predict_padded
 from tests.models.head_fixtures import TINY, tiny_encoder

@@ -12,12 +12,12 @@ import tensorflow as tf
 
 from bert_tf import BertConfig
 from bert_tf.checkpoints import read_weights
-from bert_tf.data.pretraining_dataset import training_dataset
+from bert_tf.data.pretraining.records_dataset import training_dataset
 from bert_tf.training.pretraining_trainer import PretrainingTrainer
 from tests.checkpoints.test_checkpoints import SMALL as GOOGLE_CONFIG
 from tests.checkpoints.test_checkpoints import (google_arrays, random_encoder, random_heads,
                                                 write_google_checkpoint)
-from tests.data.pretraining_records import write_pretraining_records
+from tests.data.pretraining.records import write_pretraining_records
 
 # No dropout: runs that split the batch differently must compute the same function.
 CONFIG = BertConfig(vocab_size=40, hidden_size=8, num_hidden_layers=1, num_attention_heads=2,

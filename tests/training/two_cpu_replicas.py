@@ -20,7 +20,7 @@ tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfigur
 
 import keras  # noqa: E402
 
-from bert_tf.data.pretraining_dataset import training_dataset  # noqa: E402
+from bert_tf.data.pretraining.records_dataset import training_dataset  # noqa: E402
 from bert_tf.training.distribution import create_strategy  # noqa: E402
 from bert_tf.training.pretraining_trainer import PretrainingTrainer  # noqa: E402
 from tests.training.test_pretraining_trainer import (BATCH, CONFIG, PREDICTIONS,  # noqa: E402

@@ -23,7 +23,7 @@ import re
 
 import tensorflow as tf
 
-from bert_tf.data.chunked_packing import pack_in_chunks
+from bert_tf.data.tasks.chunked_packing import pack_in_chunks
 
 CONTEXT_COLUMN, CHOICE_START_COLUMN, LABEL_COLUMN, ID_COLUMN = "sent1", "sent2", "label", "fold-ind"
 _ENDING_COLUMN = re.compile(r"ending(\d+)")

@@ -1,8 +1,8 @@
 """Text files to pre-training TFRecords: `tools/create_pretraining_data.py`'s engine.
 
-The corpus is streamed in chunks of whole documents (`pretraining_corpus`); worker processes
+The corpus is streamed in chunks of whole documents (`corpus`); worker processes
 tokenize each chunk with the in-graph `BertTokenizer` (thousands of lines per call) and turn
-it into serialized instances (`pretraining_examples`), while this process writes them,
+it into serialized instances (`instances`), while this process writes them,
 round-robin over the output files as the original does. Python's instance creation holds the
 GIL, so the parallelism is a pool of processes; at most two chunks per worker are in flight,
 which bounds memory. Chunk `k` draws from `random.Random("<random_seed>:<k>")` and results are
@@ -27,9 +27,9 @@ import time
 
 import tensorflow as tf
 
-from bert_tf.data.masking import MaskedLmVocab
-from bert_tf.data.pretraining_corpus import CorpusStatistics, input_bytes, read_document_chunks
-from bert_tf.data.pretraining_examples import PretrainingInstanceBuilder
+from bert_tf.data.pretraining.masking import MaskedLmVocab
+from bert_tf.data.pretraining.corpus import CorpusStatistics, input_bytes, read_document_chunks
+from bert_tf.data.pretraining.instances import PretrainingInstanceBuilder
 from bert_tf.text.bert_tokenizer import BertTokenizer
 from bert_tf.text.vocab import load_vocab
 
@@ -57,7 +57,7 @@ def write_pretraining_data(input_files, output_files, vocab_file, do_lower_case,
         vocab_file, do_lower_case: the tokenizer's vocabulary and casing.
         random_seed: the seed everything random derives from.
         num_workers: worker processes (default: one per core); 0 works in this process.
-        max_chunk_bytes: text per chunk (see `pretraining_corpus`).
+        max_chunk_bytes: text per chunk (see `corpus`).
         gzip: GZIP-compress the records (`tf.data.TFRecordDataset(files, "GZIP")` reads them).
         progress_stream: where progress goes (None: nowhere).
         **instance_options: `PretrainingInstanceBuilder` arguments (max_seq_length,

@@ -27,7 +27,7 @@ import collections
 
 import tensorflow as tf
 
-from bert_tf.data.pretraining_dataset import InputFileError
+from bert_tf.data.pretraining.records_dataset import InputFileError
 
 
 class CorpusStatistics:

@@ -11,7 +11,7 @@ Everything works on word-piece ids (the tokenizer has run), with the original's 
 draws from a `random.Random`, so that a seed reproduces the output. The one difference is
 where "another document" comes from: the original holds the whole corpus in memory; here
 `create_training_instances` gets the documents of one chunk (see
-`bert_tf.data.pretraining_corpus`), and random next sentences come from that chunk.
+`bert_tf.data.pretraining.corpus`), and random next sentences come from that chunk.
 
 Example:
     >>> builder = PretrainingInstanceBuilder(MaskedLmVocab(tokenizer.vocab), max_seq_length=128,
@@ -25,7 +25,7 @@ import collections
 
 import tensorflow as tf
 
-from bert_tf.data.masking import MASKED_LM_PROB, create_masked_lm_predictions
+from bert_tf.data.pretraining.masking import MASKED_LM_PROB, create_masked_lm_predictions
 
 TrainingInstance = collections.namedtuple(
     "TrainingInstance",
@@ -43,7 +43,7 @@ class PretrainingInstanceBuilder:
     """Creates and serializes pre-training instances, as Google's script does.
 
     Args:
-        vocab: a `bert_tf.data.masking.MaskedLmVocab`.
+        vocab: a `bert_tf.data.pretraining.masking.MaskedLmVocab`.
         max_seq_length: length of the written sequences (`[CLS]`, two `[SEP]` included).
         max_predictions_per_seq: length of the masked-LM arrays.
         masked_lm_prob: share of the pieces predicted.

@@ -5,11 +5,11 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_tf.data.pretraining_dataset import (InputFileError, compression_type, count_records,
+from bert_tf.data.pretraining.records_dataset import (InputFileError, compression_type, count_records,
                                               evaluation_dataset, expand_input_files,
                                               find_unreadable_file, naming_bad_input_files,
                                               record_lengths, training_dataset)
-from tests.data.pretraining_records import serialize_instance, write_pretraining_records
+from tests.data.pretraining.records import serialize_instance, write_pretraining_records
 
 SEQ, PREDICTIONS = 16, 3
 

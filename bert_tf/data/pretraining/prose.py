@@ -11,7 +11,7 @@ and an upper-case letter or a digit, except after a few common abbreviations and
 Example:
     >>> split_sentences('He said "Stop!" Then Mr. Knightley left. It rained.')
     ['He said "Stop!"', 'Then Mr. Knightley left.', 'It rained.']
-    >>> statistics = CorpusStatistics()   # bert_tf.data.pretraining_corpus
+    >>> statistics = CorpusStatistics()   # bert_tf.data.pretraining.corpus
     >>> documents = [read_book("emma.txt", statistics)]
     >>> write_documents(documents, "corpus/train.txt")
 """
@@ -19,7 +19,7 @@ Example:
 import os
 import re
 
-from bert_tf.data.pretraining_corpus import utf8_lines
+from bert_tf.data.pretraining.corpus import utf8_lines
 
 _SENTENCE_END = re.compile(r"""[.!?]['")\]]*(?=\s+['"(\[]*[A-Z0-9])""")
 # Words whose final period does not end a sentence (compared lower-cased, without the period).

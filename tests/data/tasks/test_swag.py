@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_tf.data.swag import SwagFormatError, read_swag
+from bert_tf.data.tasks.swag import SwagFormatError, read_swag
 from bert_tf.text.bert_preprocessor import BertPreprocessor
 
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "the", "man", "opens", "door", "a", "she", "runs",

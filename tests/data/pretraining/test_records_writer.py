@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_tf.data.pretraining_data_writer import write_pretraining_data
-from bert_tf.data.pretraining_dataset import (count_records, feature_spec, record_lengths,
+from bert_tf.data.pretraining.records_writer import write_pretraining_data
+from bert_tf.data.pretraining.records_dataset import (count_records, feature_spec, record_lengths,
                                               training_dataset)
 from bert_tf.text.vocab import load_vocab
-from tests.data.toy_corpus import (CLS, FIRST_NUMBERED, SEP, numbered_documents, write_corpus,
+from tests.data.pretraining.toy_corpus import (CLS, FIRST_NUMBERED, SEP, numbered_documents, write_corpus,
                                    write_vocab)
 from tests.resources import minilm_dir, shared_data_path
 

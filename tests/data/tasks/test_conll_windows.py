@@ -4,8 +4,8 @@ and predictions back to every word."""
 import numpy as np
 import pytest
 
-from bert_tf.data.dynamic_padding import padded_batches
-from bert_tf.data.tagging_windows import IGNORED_LABEL, TaggingWindows
+from bert_tf.data.tasks.dynamic_padding import padded_batches
+from bert_tf.data.tasks.tagging_windows import IGNORED_LABEL, TaggingWindows
 from bert_tf.text.bert_tokenizer import BertTokenizer
 
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "john", "lives", "in", "un", "##aff", "##able",

@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_tf.data.masking import MaskedLmVocab
-from bert_tf.data.pretraining_dataset import feature_spec
-from bert_tf.data.pretraining_examples import PretrainingInstanceBuilder, truncate_seq_pair
-from tests.data.toy_corpus import CLS, SEP, VOCAB, numbered_documents, word_ids
+from bert_tf.data.pretraining.masking import MaskedLmVocab
+from bert_tf.data.pretraining.records_dataset import feature_spec
+from bert_tf.data.pretraining.instances import PretrainingInstanceBuilder, truncate_seq_pair
+from tests.data.pretraining.toy_corpus import CLS, SEP, VOCAB, numbered_documents, word_ids
 
 VOCAB_INFO = MaskedLmVocab(VOCAB)
 # Sentences of 3 pieces and 12 pieces per pair (max_seq_length 15): a chunk reaches its target

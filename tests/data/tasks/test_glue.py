@@ -6,8 +6,8 @@ import csv
 import numpy as np
 import pytest
 
-from bert_tf.data.glue import read_glue_tsv
-from bert_tf.data.glue_tasks import GLUE_TASKS, glue_task
+from bert_tf.data.tasks.glue import read_glue_tsv
+from bert_tf.data.tasks.glue_tasks import GLUE_TASKS, glue_task
 from tests.resources import shared_data_path
 
 

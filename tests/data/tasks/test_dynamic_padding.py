@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_tf.data.dynamic_padding import bucketed_batches, padded_batches, trim_padding
+from bert_tf.data.tasks.dynamic_padding import bucketed_batches, padded_batches, trim_padding
 
 SEQ = 64
 

@@ -16,7 +16,7 @@ Each step writes its output completely or not at all and is skipped when that ou
 so an interrupted or repeated preparation redoes only what is missing (`documents` is not
 even read when the corpus files exist). The steps are those of the tools: the vocabulary is
 `tools/build_vocab.py`'s (`bert_tf.text.vocab`), the records `tools/create_pretraining_data.py`'s
-(`pretraining_data_writer`).
+(`records_writer`).
 
 Example:
     >>> inputs = prepare_pretraining_inputs("/tmp/prepared", stdlib_documents(3 << 20),
@@ -33,9 +33,9 @@ import shutil
 import time
 
 from bert_tf.config import BertConfig
-from bert_tf.data.masking import MASKED_LM_PROB
-from bert_tf.data.pretraining_data_writer import write_pretraining_data
-from bert_tf.data.prose import passages, write_documents
+from bert_tf.data.pretraining.masking import MASKED_LM_PROB
+from bert_tf.data.pretraining.records_writer import write_pretraining_data
+from bert_tf.data.pretraining.prose import passages, write_documents
 from bert_tf.text.vocab import count_words, learn_vocab, load_vocab, save_vocab
 
 logger = logging.getLogger("bert_tf.data")

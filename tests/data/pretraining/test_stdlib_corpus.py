@@ -4,7 +4,7 @@ bounded."""
 import inspect
 import os
 
-from bert_tf.data.stdlib_corpus import (docstring_sentences, module_sentences,
+from bert_tf.data.pretraining.stdlib_corpus import (docstring_sentences, module_sentences,
                                         stdlib_directory, stdlib_documents, stdlib_sources)
 
 DOCSTRING = inspect.cleandoc('''

@@ -4,7 +4,7 @@ The alternative to TFRecords from `tools/create_pretraining_data.py`: the same t
 sentence per line, blank lines between documents) go through tokenization, pairing and masking
 inside the `tf.data` pipeline, so every epoch sees the corpus with fresh masks (RoBERTa's
 "dynamic masking", Liu et al., 2019) and nothing is written to disk. The batches are those of
-`pretraining_dataset.training_dataset` (same names, dtypes and static shapes), so the trainer
+`records_dataset.training_dataset` (same names, dtypes and static shapes), so the trainer
 takes either.
 
 Per file, in order: lines -> documents (a blank line or the end of the file ends one; lines
@@ -37,7 +37,7 @@ Example:
 
 import tensorflow as tf
 
-from bert_tf.data.masking import MASKED_LM_PROB, MaskedLmVocab, mask_batch
+from bert_tf.data.pretraining.masking import MASKED_LM_PROB, MaskedLmVocab, mask_batch
 from bert_tf.text.bert_packer import BertPacker
 
 # Python's str.isspace() characters: a line of only these is blank (the original strips them).

@@ -8,9 +8,9 @@ import pytest
 import tensorflow as tf
 
 from bert_tf.config import BertConfig
-from bert_tf.data.pretraining_corpus import CorpusStatistics, read_document_chunks
-from bert_tf.data.pretraining_dataset import count_records, record_lengths
-from bert_tf.data.pretraining_inputs import prepare_pretraining_inputs
+from bert_tf.data.pretraining.corpus import CorpusStatistics, read_document_chunks
+from bert_tf.data.pretraining.records_dataset import count_records, record_lengths
+from bert_tf.data.pretraining.inputs import prepare_pretraining_inputs
 from bert_tf.text.vocab import RESERVED_TOKENS, load_vocab
 
 WORDS = "the cat sat on a mat while dogs ran far away under blue skies".split()

@@ -2,7 +2,7 @@
 
 import pytest
 
-from bert_tf.data.conll import (ConllFormatError, label_list, read_conll, read_label_list,
+from bert_tf.data.tasks.conll import (ConllFormatError, label_list, read_conll, read_label_list,
                                 tag_ids, write_conll_predictions, write_label_list)
 from tests.resources import shared_data_path
 

@@ -2,8 +2,8 @@
 
 import pytest
 
-from bert_tf.data.pretraining_corpus import CorpusStatistics, read_document_chunks
-from bert_tf.data.prose import (paragraphs, passages, read_book, split_sentences,
+from bert_tf.data.pretraining.corpus import CorpusStatistics, read_document_chunks
+from bert_tf.data.pretraining.prose import (paragraphs, passages, read_book, split_sentences,
                                 write_documents)
 
 

@@ -39,7 +39,7 @@ import logging
 import numpy as np
 import tensorflow as tf
 
-from bert_tf.metrics.squad_postprocess import CLS_POSITION, max_context_mask
+from bert_tf.data.tasks.squad_windows import CLS_POSITION, max_context_mask
 
 logger = logging.getLogger("bert_tf.data")
 

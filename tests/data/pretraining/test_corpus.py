@@ -2,8 +2,8 @@
 
 import pytest
 
-from bert_tf.data.pretraining_corpus import CorpusStatistics, input_bytes, read_document_chunks
-from bert_tf.data.pretraining_dataset import InputFileError
+from bert_tf.data.pretraining.corpus import CorpusStatistics, input_bytes, read_document_chunks
+from bert_tf.data.pretraining.records_dataset import InputFileError
 
 
 def write_bytes(path, data):

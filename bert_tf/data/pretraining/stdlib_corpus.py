@@ -21,7 +21,7 @@ import ast
 import os
 import sysconfig
 
-from bert_tf.data.prose import paragraphs, split_sentences
+from bert_tf.data.pretraining.prose import paragraphs, split_sentences
 
 # Directories (anywhere in a path) that hold tests, demos or third-party packages.
 _SKIPPED_DIRECTORIES = frozenset(("test", "tests", "idle_test", "site-packages",

@@ -1,4 +1,4 @@
-"""bert_tf.data.squad: SQuAD JSON -> examples -> windowed features, exact answer offsets
+"""bert_tf.data.tasks.squad: SQuAD JSON -> examples -> windowed features, exact answer offsets
 (non-ASCII contexts included), counted skips and clear errors for bad files.
 
 `VOCAB`, `squad_json`, `write_squad` and `write_vocab` are shared with
@@ -10,7 +10,7 @@ import os
 import numpy as np
 import pytest
 
-from bert_tf.data.squad import (NOT_IN_CONTEXT, SkippedQuestions, SquadFormatError,
+from bert_tf.data.tasks.squad import (NOT_IN_CONTEXT, SkippedQuestions, SquadFormatError,
                                 article_slice, read_squad_file, squad_examples, squad_features)
 from bert_tf.text.bert_tokenizer import BertTokenizer
 from tests.resources import minilm_dir, shared_data_path
