@@ -10,6 +10,11 @@ only `tensorflow` and `tensorflow_text` (which registers the WordPiece op):
     >>> tokens = preprocess.tokenize(tf.constant(["hello world"]))  # RaggedTensor [1, words, pieces]
     >>> pairs = preprocess.bert_pack_inputs([tokens, tokens], seq_length=64)
     >>> preprocess.vocab_file.asset_path, preprocess.do_lower_case.numpy()
+
+With `special_tokens_in_strings=True`, `[CLS]`, `[SEP]`, `[MASK]`, `[PAD]` and `[UNK]` written in
+the text become their ids, as in Hugging Face (see `BertTokenizer`); the graph still uses only
+core TensorFlow ops and tf.text's `FastWordpieceTokenizeWithOffsets`, which TF Serving 2.12
+and later (linked with tensorflow-text 2.12.1) have.
 """
 
 
@@ -25,9 +30,10 @@ _MAX_SEGMENTS = 3
 
 class _Preprocessor(tf.Module):
 
-    def __init__(self, vocab_file, do_lower_case, seq_length, truncation):
+    def __init__(self, vocab_file, do_lower_case, seq_length, truncation,
+                 special_tokens_in_strings):
         super().__init__(name="bert_preprocess")
-        self.tokenizer = BertTokenizer(vocab_file, do_lower_case)
+        self.tokenizer = BertTokenizer(vocab_file, do_lower_case, special_tokens_in_strings)
         self.packer = BertPacker(
             seq_length, start_id=self.tokenizer.token_id("[CLS]"),
             end_id=self.tokenizer.token_id("[SEP]"), pad_id=self.tokenizer.token_id("[PAD]"),
@@ -36,6 +42,8 @@ class _Preprocessor(tf.Module):
         self.vocab_file = tf.saved_model.Asset(vocab_file)
         self.do_lower_case = tf.Variable(bool(do_lower_case), trainable=False,
                                          name="do_lower_case")
+        self.special_tokens_in_strings = tf.Variable(
+            bool(special_tokens_in_strings), trainable=False, name="special_tokens_in_strings")
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
     def __call__(self, texts):
@@ -51,16 +59,18 @@ class _Preprocessor(tf.Module):
 
 
 def export_preprocessor(output_dir, vocab_file, do_lower_case, seq_length=128,
-                        truncation="round_robin"):
+                        truncation="round_robin", special_tokens_in_strings=False):
     """Writes the preprocessing SavedModel for `vocab_file` to `output_dir`.
 
     The loaded object is callable on a string tensor `[batch]` (→ the three int32
     `[batch, seq_length]` inputs, single segment), has `tokenize(strings)` (→ int32 RaggedTensor
     `[batch, words, pieces]`) and `bert_pack_inputs(list_of_tokenized, seq_length=N)` for 1 to 3
-    segments and any N, the vocabulary as the asset `vocab_file`, and the variable
-    `do_lower_case`. The `serving_default` signature maps `text` to the three inputs.
+    segments and any N, the vocabulary as the asset `vocab_file`, and the variables
+    `do_lower_case` and `special_tokens_in_strings`. The `serving_default` signature maps
+    `text` to the three inputs.
     """
-    module = _Preprocessor(vocab_file, do_lower_case, seq_length, truncation)
+    module = _Preprocessor(vocab_file, do_lower_case, seq_length, truncation,
+                           special_tokens_in_strings)
     for ragged_rank in (1, 2):
         spec = tf.RaggedTensorSpec([None] * (ragged_rank + 1), tf.int32, ragged_rank=ragged_rank)
         for num_segments in range(1, _MAX_SEGMENTS + 1):
