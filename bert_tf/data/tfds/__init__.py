@@ -1,0 +1,3 @@
+"""TensorFlow Datasets as a data source: catalog datasets read into the examples the file
+readers make (`glue`, `squad`, `conll`), pre-training text (`pretraining_text`), and catalog
+datasets prepared offline from local source files (`local_preparation`)."""
