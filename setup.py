@@ -1,6 +1,43 @@
 """bert_tf: BERT for TensorFlow 2 / Keras 3, with in-graph tf.text preprocessing."""
 
+import os
+
 from setuptools import find_packages, setup
+from setuptools.command.build_py import build_py
+from setuptools.command.editable_wheel import editable_wheel
+
+# Installed into site-packages, where Python runs its import line at start-up: a finder that
+# registers bert_tf's model names with tensorflow_hub whenever a process imports it
+# (bert_tf_hub_names.py says why and how).
+HUB_HOOK_PTH = "bert_tf_hub_names.pth"
+HUB_HOOK_LINE = "import bert_tf_hub_names; bert_tf_hub_names.install()\n"
+
+
+def _write_hub_hook(directory):
+    with open(os.path.join(directory, HUB_HOOK_PTH), "w", encoding="utf-8") as f:
+        f.write(HUB_HOOK_LINE)
+
+
+class BuildPyWithHubHook(build_py):
+    """A regular install: the .pth goes to the root of the wheel, i.e. site-packages."""
+
+    def run(self):
+        super().run()
+        _write_hub_hook(self.build_lib)
+
+    def get_outputs(self, *args, **kwargs):
+        return super().get_outputs(*args, **kwargs) + [os.path.join(self.build_lib, HUB_HOOK_PTH)]
+
+
+class EditableWheelWithHubHook(editable_wheel):
+    """An editable install (`pip install -e`): setuptools builds its wheel from the unpacked
+    directory, not from build_lib, so the .pth is added there."""
+
+    def _run_build_commands(self, dist_name, unpacked_wheel, build_lib, tmp_dir):
+        outputs = super()._run_build_commands(dist_name, unpacked_wheel, build_lib, tmp_dir)
+        _write_hub_hook(unpacked_wheel)
+        return outputs
+
 
 setup(
     name="bert_tf",
@@ -10,6 +47,8 @@ setup(
     long_description_content_type="text/markdown",
     python_requires=">=3.11",
     packages=find_packages(include=["bert_tf", "bert_tf.*"]),
+    py_modules=["bert_tf_hub_names"],
+    cmdclass={"build_py": BuildPyWithHubHook, "editable_wheel": EditableWheelWithHubHook},
     install_requires=[
         "tensorflow>=2.20,<2.22",
         "tensorflow-text>=2.20,<2.22",

@@ -12,7 +12,8 @@ fine-tune it and TF Serving can serve it:
   attributes through which `hub.KerasLayer(path, trainable=True)` trains the encoder;
 * `obj.vocab_file` (an asset: the vocabulary travels with the model) and `obj.do_lower_case`;
 * `obj.serve(inputs)`, the same call without `training`, which `keras.layers.TFSMLayer(path)`
-  uses by default;
+  uses by default, and `obj.serving_default(inputs)`, the `serving_default` signature called
+  with the input dict, for `TFSMLayer(path, call_endpoint="serving_default")`;
 * with the MLM head, `obj.mlm(inputs)`: the same dict plus `masked_lm_positions` (int32
   `[batch, num_predictions]`) gives the encoder's outputs plus
   `mlm_logits [batch, num_predictions, vocab_size]`.
@@ -33,6 +34,7 @@ Example:
 import tensorflow as tf
 from tensorflow.python.saved_model import save_context
 
+from bert_tf.export.keras_endpoint import keras_endpoint
 from bert_tf.models.bert_encoder import INPUT_KEYS, BertEncoder
 from bert_tf.models.bert_pretrainer import BertPretrainer
 
@@ -125,4 +127,5 @@ def export_encoder(export_dir, model, vocab_file, do_lower_case):
         signatures["mlm"] = tf.function(
             lambda **inputs: _flat_outputs(mlm(inputs)), autograph=False).get_concrete_function(
                 **mlm_specs)
+    root.serving_default = keras_endpoint(signatures["serving_default"])
     tf.saved_model.save(root, export_dir, signatures=signatures, options=SAVE_OPTIONS)

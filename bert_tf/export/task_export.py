@@ -18,8 +18,11 @@ a word's tag is the label of its `first_subword`, as in the paper. The SQuAD ans
 highest-scoring span of at most `max_answer_length` context tokens (start logit + end logit),
 as `context[answer_start:answer_end]` in bytes; a context that does not fit in `seq_length`
 next to the question is truncated (no document stride). A classifier also gets TF Serving's
-`tensorflow/serving/classify` signature: serialized `tf.Example`s with bytes features named like
-the inputs, returning `classes` (the label names) and `scores` (probabilities).
+`tensorflow/serving/classify` signature, a regression model (one class)
+`tensorflow/serving/regress` (see `example_signatures`). Every export also has the attribute
+`serving_default`, for Keras 3's `TFSMLayer(path, call_endpoint="serving_default")` (see
+`keras_endpoint`). Texts are cut before tokenization to what `seq_length` tokens can use (see
+`text_inputs`), so a request's memory does not grow with the size of its texts.
 
 Example:
     >>> export_task_model("/models/sst2/1", "classifier", classifier, "vocab.txt",
@@ -31,6 +34,8 @@ Example:
 
 import tensorflow as tf
 
+from bert_tf.export import example_signatures
+from bert_tf.export.keras_endpoint import keras_endpoint
 from bert_tf.export.text_inputs import RawTextPacker
 from bert_tf.models.bert_classifier import BertClassifier
 from bert_tf.models.bert_multiple_choice import BertMultipleChoice
@@ -43,7 +48,6 @@ TASK_MODEL_CLASSES = {
     "squad": BertSpanLabeler,
     "multiple_choice": BertMultipleChoice,
 }
-CLASSIFY_SIGNATURE = "tensorflow/serving/classify"
 # Google's run_squad.py default for --max_answer_length.
 DEFAULT_MAX_ANSWER_LENGTH = 30
 
@@ -104,20 +108,12 @@ class _ServingFunctions:
             return _class_outputs(logits, label_names)
 
         serving_default = self._function(classify_texts, _strings(*names))
-        signatures = {"serving_default": serving_default}
-        if self.model.num_classes > 1:
-            features = {name: tf.io.FixedLenFeature([], tf.string) for name in names}
-
-            def classify(inputs):
-                parsed = tf.io.parse_example(inputs, features)
-                # Calls the traced serving_default graph rather than tracing the model again.
-                probabilities = serving_default(*(parsed[name] for name in names))[
-                    "probabilities"]
-                return {"classes": tf.tile(label_names[None], [tf.shape(probabilities)[0], 1]),
-                        "scores": probabilities}
-
-            signatures[CLASSIFY_SIGNATURE] = self._function(classify, _strings("inputs"))
-        return signatures
+        # Classify / Regress call the traced serving_default graph, not the model again.
+        if self.model.num_classes == 1:
+            return {"serving_default": serving_default, example_signatures.REGRESS:
+                    example_signatures.regress_function(serving_default, names)}
+        return {"serving_default": serving_default, example_signatures.CLASSIFY:
+                example_signatures.classify_function(serving_default, names, self.label_names)}
 
     def ner(self):
         label_names = tf.constant(self.label_names)
@@ -215,4 +211,8 @@ def export_task_model(export_dir, task, model, vocab_file, do_lower_case, seq_le
     # Tracked so that the SavedModel holds every variable the signatures capture (Keras does
     # not track its dropout RNG states for TensorFlow).
     root.model_variables = list(model.variables)
+    root.serving_default = keras_endpoint(signatures["serving_default"])
     tf.saved_model.save(root, export_dir, signatures=signatures)
+    example_signatures.set_method_names(export_dir, {
+        key: key for key in (example_signatures.CLASSIFY, example_signatures.REGRESS)
+        if key in signatures})

@@ -6,6 +6,14 @@ each token's byte offsets in its input string and whether it starts a word, alig
 position with `input_word_ids` (the same `BertPacker` trimming and layout, with -1 at `[CLS]`,
 `[SEP]` and padding).
 
+Each text is cut to its first `MAX_BYTES_PER_TOKEN * seq_length` bytes before tokenization, so
+that the memory a request takes is bounded by `seq_length`, not by the size of its texts (a
+10 MB text costs what its first 64 KiB cost at seq_length 128). Outputs are unchanged for every
+text of at most that many bytes, and for longer ones whenever the tokens that fit in
+`seq_length` come from that prefix, which only runs of whitespace or control characters, or
+words of over 512 bytes (each a single [UNK]), averaging more than 512 bytes per token could
+prevent. Offsets still index the client's text: the kept part is a prefix.
+
 Example:
     >>> packer = RawTextPacker("vocab.txt", do_lower_case=True, seq_length=8)
     >>> inputs, tokens = packer.pack_with_offsets([tf.constant(["Hello unaffable"])])
@@ -22,6 +30,11 @@ from bert_tf.text.bert_tokenizer import BertTokenizer
 
 # Marks [CLS], [SEP] and padding in the aligned per-token outputs.
 NOT_A_TOKEN = -1
+# Bytes of text kept per packed token: a word-piece comes from a word of at most 100 characters
+# (at most 400 UTF-8 bytes; longer words are one [UNK]), leaving over 100 bytes for the spaces
+# and punctuation around it. A multi-byte character cut in two at the end is invalid UTF-8,
+# which the tokenizer drops.
+MAX_BYTES_PER_TOKEN = 512
 
 
 class RawTextPacker:
@@ -48,9 +61,13 @@ class RawTextPacker:
     def seq_length(self):
         return self.packer.seq_length
 
+    def cut(self, segment):
+        """`segment` (strings `[batch]`) cut to what `seq_length` tokens can come from."""
+        return tf.strings.substr(segment, 0, MAX_BYTES_PER_TOKEN * self.seq_length)
+
     def pack(self, segments):
         """The encoder's input dict for a list of string tensors `[batch]`."""
-        return self.packer([self.tokenizer.tokenize(segment) for segment in segments])
+        return self.packer([self.tokenizer.tokenize(self.cut(segment)) for segment in segments])
 
     def pack_with_offsets(self, segments):
         """`(inputs, tokens)`: the encoder's input dict, and `tokens` with int32 `[batch, seq]`
@@ -59,7 +76,7 @@ class RawTextPacker:
         ids, starts, ends, firsts = [], [], [], []
         for segment in segments:
             segment_ids, segment_starts, segment_ends = self.tokenizer.tokenize_with_offsets(
-                segment)
+                self.cut(segment))
             pieces = segment_ids.values                     # [words, pieces]
             position_in_word = (tf.range(tf.size(pieces.values, tf.int64))
                                 - tf.gather(pieces.row_starts(), pieces.value_rowids()))

@@ -3,7 +3,9 @@
 `install_model` exports the encoder of a checkpoint (with its MLM head when the checkpoint has
 one) as `<name>` and the matching text preprocessing as `<name>_preprocess`, each as a new
 version in `<model dir>/<name>/<version>/`; `hub.KerasLayer("<name>")` then loads them (see
-`resolver.py`).
+`bert_tf_hub_names`).
+
+Without a name, the model's config names it (`model_dir.default_model_name`).
 
 Example:
     >>> install_model("converted/uncased_L-12_H-768_A-12")        # Google's BERT-Base, converted
@@ -11,19 +13,23 @@ Example:
      'bert_tf_base_preprocess': '~/.cache/bert_tf/hub/bert_tf_base_preprocess/1'}
 """
 
-from bert_tf.export import export_encoder, load_pretrained, vocab_beside_checkpoint, write_version
+from bert_tf.checkpoints import has_pretraining_heads, load_model, vocab_beside_checkpoint
+from bert_tf.export import export_encoder, write_version
+from bert_tf.models.bert_encoder import BertEncoder
+from bert_tf.models.bert_pretrainer import BertPretrainer
 from bert_tf.hub import model_dir
 from bert_tf.export.preprocessor_export import export_preprocessor
 
 
-def install_model(init_checkpoint, name=model_dir.DEFAULT_MODEL_NAME, vocab_file=None,
+def install_model(init_checkpoint, name=None, vocab_file=None,
                   do_lower_case=True, bert_config_file=None, seq_length=128, directory=None):
     """Exports `name` and `name + "_preprocess"` into the model directory.
 
     Args:
         init_checkpoint: this package's checkpoint (as written by convert_checkpoint.py or a
             training tool), or a Google / Hugging Face one: directory or prefix.
-        name: the short name, "bert_tf_..." (default "bert_tf_base").
+        name: the short name, "bert_tf_..."; by default derived from the config
+            ("bert_tf_base", "bert_tf_L4_H256", "bert_tf_L6_H384_A12_cased", ...).
         vocab_file: the vocabulary; defaults to the vocab.txt beside the checkpoint.
         do_lower_case: whether the vocabulary is uncased.
         bert_config_file: the config, when it is not beside the checkpoint.
@@ -33,11 +39,16 @@ def install_model(init_checkpoint, name=model_dir.DEFAULT_MODEL_NAME, vocab_file
     Returns:
         `{name: SavedModel directory}` for the two models installed.
     """
+    if name is not None:
+        model_dir.model_base_path(name, directory)  # a bad name fails before any loading
+    vocab_file = vocab_file or vocab_beside_checkpoint(init_checkpoint)
+    model = load_model(init_checkpoint, BertPretrainer if has_pretraining_heads(init_checkpoint)
+                       else BertEncoder, bert_config_file=bert_config_file)
+    encoder_config = getattr(model, "encoder", model).config
+    name = name or model_dir.default_model_name(encoder_config, do_lower_case)
     encoder_base = model_dir.model_base_path(name, directory)
     preprocess_name = name + model_dir.PREPROCESS_SUFFIX
     preprocess_base = model_dir.model_base_path(preprocess_name, directory)
-    vocab_file = vocab_file or vocab_beside_checkpoint(init_checkpoint)
-    model = load_pretrained(init_checkpoint, bert_config_file, mlm="if_present")
     return {
         name: write_version(encoder_base, lambda path: export_encoder(
             path, model, vocab_file, do_lower_case)),

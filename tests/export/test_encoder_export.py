@@ -135,6 +135,20 @@ def test_tfsm_layer_inside_a_keras3_model(encoder_export_dir, pretrained):
                                atol=ATOL)
 
 
+def test_tfsm_layer_on_serving_default_gives_the_signature_outputs(encoder_export_dir, loaded,
+                                                                   pretrained):
+    import keras
+
+    inputs = batches()[1]
+    outputs = keras.layers.TFSMLayer(encoder_export_dir, call_endpoint="serving_default")(inputs)
+    expected = loaded.signatures["serving_default"](**inputs)
+    assert sorted(outputs) == sorted(expected)
+    for name in expected:
+        np.testing.assert_array_equal(outputs[name], expected[name], err_msg=name)
+    np.testing.assert_allclose(outputs["pooled_output"],
+                               pretrained[1].encoder(inputs)["pooled_output"], atol=ATOL)
+
+
 def test_saved_model_cli_lists_the_signatures(encoder_export_dir):
     cli = os.path.join(os.path.dirname(sys.executable), "saved_model_cli")
     result = subprocess.run([cli, "show", "--dir", encoder_export_dir, "--all"], capture_output=True,

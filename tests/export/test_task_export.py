@@ -11,7 +11,9 @@ import pytest
 import tensorflow as tf
 
 from bert_tf.export import export_task_model, load_task_model
-from bert_tf.export.task_export import CLASSIFY_SIGNATURE, best_spans
+from bert_tf.export.example_signatures import CLASSIFY, REGRESS
+from bert_tf.export.task_export import best_spans
+from bert_tf.export.text_inputs import MAX_BYTES_PER_TOKEN
 from bert_tf.text.bert_preprocessor import BertPreprocessor
 from bert_tf.text.bert_tokenizer import BertTokenizer
 from tests.export.task_examples import FEEDS, LABELS, SEQ_LENGTH
@@ -58,7 +60,7 @@ def test_classifier_classify_signature_reads_tf_examples(task_exports):
     examples = [tf.train.Example(features=tf.train.Features(feature={
         name: tf.train.Feature(bytes_list=tf.train.BytesList(value=[feed[name][i].encode()]))
         for name in ("text_a", "text_b")})).SerializeToString() for i in range(3)]
-    classify = task_exports["classifier"][1].signatures[CLASSIFY_SIGNATURE]
+    classify = task_exports["classifier"][1].signatures[CLASSIFY]
     outputs = classify(inputs=tf.constant(examples))
     np.testing.assert_allclose(outputs["scores"], serve(task_exports, "classifier")["probabilities"],
                                atol=ATOL)
@@ -174,8 +176,12 @@ def test_saved_model_cli_lists_the_classifier_signatures(task_exports):
             in serving
     for name in ("logits", "probabilities", "label", "label_name"):
         assert f"outputs['{name}']" in serving
-    classify = result.stdout.split(f"signature_def['{CLASSIFY_SIGNATURE}']")[1]
+    classify = result.stdout.split(f"signature_def['{CLASSIFY}']")[1]
     assert "inputs['inputs']" in classify and "outputs['classes']" in classify
+    assert "outputs['scores']" in classify
+    # The method name TF Serving's Classify looks for; the predict signature keeps its own.
+    assert "Method name is: tensorflow/serving/classify" in classify
+    assert "Method name is: tensorflow/serving/predict" in serving
 
 
 def test_a_checkpoint_without_a_task_model_is_refused(pretrained):
@@ -212,3 +218,71 @@ def test_bad_export_arguments_are_named(task_checkpoints, vocab_file, tmp_path):
     with pytest.raises(ValueError, match="Unknown task 'qa'"):
         export("qa", classifier)
     assert not os.path.exists(tmp_path / "x")
+
+
+def _example(**features):
+    return tf.train.Example(features=tf.train.Features(feature={
+        name: tf.train.Feature(bytes_list=tf.train.BytesList(value=[value.encode()]))
+        for name, value in features.items()})).SerializeToString()
+
+
+def test_a_regression_model_gets_the_regress_signature(vocab_file, tmp_path):
+    import keras
+    from bert_tf import BertEncoder
+    from bert_tf.models.bert_classifier import BertClassifier
+    from tests.export.tiny_models import tiny_config
+
+    keras.utils.set_random_seed(3)
+    model = BertClassifier(BertEncoder(tiny_config(num_hidden_layers=1)), num_classes=1)
+    export_task_model(str(tmp_path / "stsb"), "classifier", model, vocab_file, True,
+                      seq_length=SEQ_LENGTH)
+    loaded = tf.saved_model.load(str(tmp_path / "stsb"))
+    assert sorted(loaded.signatures) == ["serving_default", REGRESS]
+    texts = ["Hello world!", "a bad movie"]
+    scores = loaded.signatures["serving_default"](text=tf.constant(texts))["score"]
+    outputs = loaded.signatures[REGRESS](inputs=tf.constant([_example(text=t) for t in texts]))
+    assert sorted(outputs) == ["outputs"]
+    np.testing.assert_allclose(outputs["outputs"], scores, atol=ATOL)
+    cli = os.path.join(os.path.dirname(sys.executable), "saved_model_cli")
+    shown = subprocess.run([cli, "show", "--dir", str(tmp_path / "stsb"), "--all"],
+                           capture_output=True, text=True, timeout=600).stdout
+    assert "Method name is: tensorflow/serving/regress" in shown.split(f"['{REGRESS}']")[1]
+
+
+def test_classify_names_a_missing_feature(task_exports):
+    classify = task_exports["classifier"][1].signatures[CLASSIFY]
+    with pytest.raises(tf.errors.InvalidArgumentError, match="text_b"):
+        classify(inputs=tf.constant([_example(text_a="hello")]))
+
+
+def test_texts_are_cut_before_tokenization_without_changing_outputs(task_exports):
+    # seq_length 16 keeps 16 * 512 bytes of each text; what the model reads (16 tokens) comes
+    # from far fewer, so the outputs of a 1 MB text equal those of its first 100 bytes.
+    words = "Hello, unaffable world! " * ((1 << 20) // 24)
+    assert len(words) > 100 * MAX_BYTES_PER_TOKEN * SEQ_LENGTH
+    ner = task_exports["ner"][1].signatures["serving_default"]
+    long, short = ner(text=tf.constant([words])), ner(text=tf.constant([words[:100]]))
+    for name in long:
+        np.testing.assert_array_equal(long[name], short[name], err_msg=name)
+    squad = task_exports["squad"][1].signatures["serving_default"]
+    long = squad(question=tf.constant(["what world?"]), context=tf.constant([words]))
+    short = squad(question=tf.constant(["what world?"]), context=tf.constant([words[:100]]))
+    for name in long:
+        np.testing.assert_array_equal(long[name], short[name], err_msg=name)
+
+
+def test_keras3_tfsm_layer_runs_every_task_model_on_serving_default(task_exports):
+    import keras
+
+    for task, (path, loaded, _) in task_exports.items():
+        layer = keras.layers.TFSMLayer(path, call_endpoint="serving_default")
+        feed = {name: tf.constant(value) for name, value in FEEDS[task].items()}
+        expected = loaded.signatures["serving_default"](**feed)
+        outputs = layer(feed)
+        assert sorted(outputs) == sorted(expected), task
+        for name in expected:
+            np.testing.assert_array_equal(outputs[name], expected[name], err_msg=f"{task} {name}")
+    # A model with one input also takes the tensor itself.
+    ner = keras.layers.TFSMLayer(task_exports["ner"][0], call_endpoint="serving_default")
+    np.testing.assert_array_equal(ner(tf.constant(FEEDS["ner"]["text"]))["label"],
+                                  serve(task_exports, "ner")["label"])

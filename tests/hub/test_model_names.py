@@ -1,6 +1,7 @@
 """`hub.KerasLayer("bert_tf_base")`: tools/install_hub_model.py installs an encoder and its
-preprocessor into the model directory ($BERT_TF_HUB_DIR), and the registered tensorflow_hub
-resolver finds them by name, without any network; names not installed say how to install."""
+preprocessor into the model directory ($BERT_TF_HUB_DIR), and the tensorflow_hub resolver finds
+them by name, without any network; names not installed say how to install; default names say
+what is inside. (tests/hub/test_installed_names.py: the same in fresh processes, no bert_tf.)"""
 
 import os
 
@@ -10,8 +11,10 @@ import tensorflow as tf
 import tensorflow_hub as hub
 from tensorflow_hub import registry
 
-from bert_tf.hub import HUB_DIR_ENV, hub_dir, install_model, register_resolver
-from bert_tf.hub.resolver import ModelNameResolver, ModelNotInstalledError
+from bert_tf import BertConfig
+from bert_tf.hub import (HUB_DIR_ENV, ModelNotInstalledError, default_model_name, hub_dir,
+                         install_model, register_resolver)
+from bert_tf_hub_names import ModelNameResolver
 from bert_tf.text.bert_preprocessor import BertPreprocessor
 from tests.export.tiny_models import encoder_inputs, write_pretrained_checkpoint, write_vocab
 from tests.tools.tool_runs import run_tool
@@ -26,7 +29,7 @@ def installed(tmp_path_factory):
     pretrainer = write_pretrained_checkpoint(checkpoint_dir, vocab_file, num_hidden_layers=1)
     directory = str(tmp_path_factory.mktemp("hub"))
     result = run_tool("install_hub_model.py", f"--init_checkpoint={checkpoint_dir}",
-                      "--seq_length=16", env={HUB_DIR_ENV: directory})
+                      "--name=bert_tf_base", "--seq_length=16", env={HUB_DIR_ENV: directory})
     assert result.returncode == 0, result.stderr
     for name in ("bert_tf_base", "bert_tf_base_preprocess"):
         assert f"Installed {name} at {os.path.join(directory, name, '1')}" in result.stdout
@@ -72,7 +75,7 @@ def test_a_name_not_installed_says_how_to_install_it(model_dir):
         hub.KerasLayer("bert_tf_large")
     message = str(error.value)
     assert os.path.join(model_dir, "bert_tf_large") in message
-    assert "python tools/install_hub_model.py --name=bert_tf_large --init_checkpoint=" in message
+    assert "bert-tf-install-hub-model --name=bert_tf_large --init_checkpoint=" in message
     assert HUB_DIR_ENV in message
     with pytest.raises(ModelNotInstalledError, match="--name=bert_tf_large "):
         hub.load("bert_tf_large_preprocess")
@@ -117,3 +120,28 @@ def test_install_reports_a_missing_checkpoint_before_creating_anything(tmp_path)
     with pytest.raises(FileNotFoundError, match=f"No checkpoint at {tmp_path}/nothing"):
         install_model(str(tmp_path / "nothing"), directory=str(tmp_path / "hub"))
     assert not os.path.exists(tmp_path / "hub")
+
+
+@pytest.mark.parametrize("layers, hidden, heads, do_lower_case, name", [
+    (12, 768, 12, True, "bert_tf_base"),
+    (24, 1024, 16, True, "bert_tf_large"),
+    (12, 768, 12, False, "bert_tf_base_cased"),
+    (4, 256, 4, True, "bert_tf_L4_H256"),            # bert_mini, the compact family (A = H/64)
+    (2, 128, 2, False, "bert_tf_L2_H128_cased"),
+    (6, 384, 12, True, "bert_tf_L6_H384_A12"),       # MiniLM: 32-wide heads
+    (12, 768, 16, True, "bert_tf_L12_H768_A16"),     # base-sized, but not BERT-Base
+])
+def test_default_names_say_what_is_inside(layers, hidden, heads, do_lower_case, name):
+    config = BertConfig(vocab_size=30522, hidden_size=hidden, num_hidden_layers=layers,
+                        num_attention_heads=heads, intermediate_size=4 * hidden)
+    assert default_model_name(config, do_lower_case) == name
+
+
+def test_install_without_a_name_names_the_model_after_its_config(installed, tmp_path):
+    paths = install_model(installed[1], vocab_file=installed[3], do_lower_case=False,
+                          directory=str(tmp_path))
+    # The tiny test model: 1 layer, H=16, 2 heads (8 wide, so not the compact family); cased.
+    assert paths == {
+        "bert_tf_L1_H16_A2_cased": str(tmp_path / "bert_tf_L1_H16_A2_cased" / "1"),
+        "bert_tf_L1_H16_A2_cased_preprocess": str(
+            tmp_path / "bert_tf_L1_H16_A2_cased_preprocess" / "1")}

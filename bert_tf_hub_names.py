@@ -1,0 +1,141 @@
+"""bert_tf's short model names for tensorflow_hub (`hub.KerasLayer("bert_tf_base")`), resolvable
+in any process without importing bert_tf.
+
+A name is "bert_tf_" followed by letters, digits, "_" or "-". Installed models live in the
+model directory, `$BERT_TF_HUB_DIR` or `~/.cache/bert_tf/hub`, as `<dir>/<name>/<version>/`
+(TF Serving's layout); a name resolves to its highest version, never to the network. A local
+path of the same name is left to tensorflow_hub's own path resolver.
+
+tensorflow_hub has no plugin entry point for resolvers, so installing bert_tf also installs
+`bert_tf_hub_names.pth` into site-packages, whose one line calls `install()` at interpreter
+start-up. That only puts a finder on `sys.meta_path`; when (if ever) the process imports
+`tensorflow_hub`, the finder lets the import run, then registers `ModelNameResolver`, which
+tensorflow_hub asks before its own resolvers. Start-up stays free (this module imports only the
+standard library), and resolving a name imports neither TensorFlow code of bert_tf nor Keras 3,
+so this module is kept apart from the `bert_tf` package, whose import loads both.
+
+Example (a fresh process; bert_tf is never imported):
+    >>> import tensorflow_hub as hub
+    >>> encoder = hub.KerasLayer("bert_tf_base", trainable=True)
+    >>> preprocess = hub.KerasLayer("bert_tf_base_preprocess")
+"""
+
+import os
+import sys
+
+HUB_DIR_ENV = "BERT_TF_HUB_DIR"
+DEFAULT_HUB_DIR = os.path.join("~", ".cache", "bert_tf", "hub")
+PREPROCESS_SUFFIX = "_preprocess"
+NAME_PREFIX = "bert_tf_"
+_HUB_MODULE = "tensorflow_hub"
+_registered = []
+
+
+def hub_dir():
+    """The model directory, read from the environment at each call."""
+    return os.path.expanduser(os.environ.get(HUB_DIR_ENV) or DEFAULT_HUB_DIR)
+
+
+def is_model_name(handle):
+    """Whether `handle` is a short model name such as "bert_tf_base"."""
+    if not isinstance(handle, str) or not handle.startswith(NAME_PREFIX):
+        return False
+    # String methods rather than a regular expression: `re` is not loaded at start-up.
+    rest = handle[len(NAME_PREFIX):]
+    return (rest[:1].isalnum() and rest.isascii()
+            and all(char.isalnum() or char in "_-" for char in rest))
+
+
+def model_base_path(name, directory=None):
+    """`<directory or hub_dir()>/<name>`, the base path holding the versions of `name`."""
+    if not is_model_name(name):
+        raise ValueError(f"{name!r} is not a bert_tf model name: names start with 'bert_tf_' "
+                         f"followed by letters, digits, '_' or '-'.")
+    return os.path.join(directory or hub_dir(), name)
+
+
+class ModelNotInstalledError(FileNotFoundError):
+    """A bert_tf model name with no exported model in the local model directory."""
+
+
+def _install_hint(name):
+    encoder_name = name[:-len(PREPROCESS_SUFFIX)] if name.endswith(PREPROCESS_SUFFIX) else name
+    return (f"Install it (with {encoder_name}{PREPROCESS_SUFFIX}) from a checkpoint and its "
+            f"vocab.txt: bert-tf-install-hub-model --name={encoder_name} "
+            f"--init_checkpoint=<checkpoint dir or prefix> [--vocab_file=<vocab.txt>] "
+            f"[--nodo_lower_case], or bert_tf.hub.install_model(...). Set {HUB_DIR_ENV} to use "
+            f"another model directory.")
+
+
+def resolve_model_name(name):
+    """The SavedModel directory of the installed model `name`: its highest version."""
+    base_path = model_base_path(name)
+    versions = [int(entry) for entry in (os.listdir(base_path) if os.path.isdir(base_path) else ())
+                if entry.isdigit() and int(entry) > 0
+                and os.path.isfile(os.path.join(base_path, entry, "saved_model.pb"))]
+    if not versions:
+        raise ModelNotInstalledError(
+            f"The bert_tf model {name!r} is not installed: {base_path} holds no exported "
+            f"version (model directory: ${HUB_DIR_ENV} or {DEFAULT_HUB_DIR}). "
+            f"{_install_hint(name)}")
+    return os.path.join(base_path, str(max(versions)))
+
+
+class ModelNameResolver:
+    """tensorflow_hub's resolver interface (`is_supported`, `__call__`) for bert_tf names."""
+
+    def is_supported(self, handle):
+        return is_model_name(handle) and not os.path.exists(handle)
+
+    def __call__(self, handle):
+        return resolve_model_name(handle)
+
+
+def register_resolver():
+    """Adds `ModelNameResolver` to tensorflow_hub's registry once (later calls do nothing);
+    resolvers registered last are asked first, so it runs before the built-in ones."""
+    if not _registered:
+        from tensorflow_hub import registry
+        _registered.append(ModelNameResolver())
+        registry.resolver.add_implementation(_registered[0])
+
+
+class _RegisterAfterExec:
+    """Wraps tensorflow_hub's loader: runs the module, then registers the resolver (its built-in
+    resolvers are added at the end of its `__init__`, so ours comes after them)."""
+
+    def __init__(self, loader):
+        self._loader = loader
+
+    def create_module(self, spec):
+        return self._loader.create_module(spec)
+
+    def exec_module(self, module):
+        self._loader.exec_module(module)
+        register_resolver()
+
+    def __getattr__(self, name):
+        return getattr(self._loader, name)
+
+
+class _HubImportFinder:
+    """A `sys.meta_path` finder that answers only for `tensorflow_hub`, once, with the real spec
+    whose loader registers the resolver after the import."""
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname != _HUB_MODULE:
+            return None
+        sys.meta_path.remove(self)
+        import importlib.util
+        spec = importlib.util.find_spec(fullname)
+        if spec is not None and spec.loader is not None:
+            spec.loader = _RegisterAfterExec(spec.loader)
+        return spec
+
+
+def install():
+    """Registers the resolver now if tensorflow_hub is imported already, else once it is."""
+    if _HUB_MODULE in sys.modules:
+        register_resolver()
+    elif not any(isinstance(finder, _HubImportFinder) for finder in sys.meta_path):
+        sys.meta_path.insert(0, _HubImportFinder())
