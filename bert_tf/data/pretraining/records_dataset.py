@@ -22,6 +22,7 @@ Example:
     TensorShape([32, 128])
 """
 
+import collections
 import contextlib
 import glob
 import os
@@ -256,6 +257,26 @@ def evaluation_dataset(files, global_batch_size, max_seq_length, max_predictions
     return batches.prefetch(tf.data.AUTOTUNE)
 
 
+def check_same_record_lengths(files):
+    """Raises `InputFileError` naming the first file whose records have other lengths
+    (`max_seq_length`, `max_predictions_per_seq`) than most files' (a tie: than the first
+    file's). Records of one input are parsed with one shape; each file's first record stands
+    for the file.
+    """
+    lengths = {path: record_lengths(path) for path in files}
+    counts = collections.Counter(lengths.values())
+    if len(counts) < 2:
+        return
+    common = max(counts, key=lambda shape: (counts[shape], shape == lengths[files[0]]))
+    odd = [path for path in files if lengths[path] != common]
+    more = f" (and {len(odd) - 1} more file(s) that differ)" if len(odd) > 1 else ""
+    raise InputFileError(
+        f"{odd[0]}: records have max_seq_length {lengths[odd[0]][0]} and "
+        f"max_predictions_per_seq {lengths[odd[0]][1]}, but {counts[common]} other input "
+        f"file(s) have {common[0]} and {common[1]}{more}; one input must hold records of one "
+        f"length")
+
+
 def find_unreadable_file(files, max_seq_length, max_predictions_per_seq):
     """`(path, message)` of the first file that cannot be read and parsed, else None."""
     for path in files:
@@ -276,11 +297,14 @@ def naming_bad_input_files(files, max_seq_length, max_predictions_per_seq):
 
     TensorFlow's own message ("corrupted record at 39", "truncated record") does not say which
     of the possibly thousands of files is bad. On such an error, the files are re-read one by
-    one to find it; errors not caused by a file propagate unchanged.
+    one to find it; errors not caused by a file propagate unchanged. Files whose records have
+    other lengths than the rest are named first: the lengths the records are parsed with come
+    from one file, which may be the odd one, and then the others fail to parse.
     """
     try:
         yield
     except (tf.errors.DataLossError, tf.errors.InvalidArgumentError) as error:
+        check_same_record_lengths(files)
         bad = find_unreadable_file(files, max_seq_length, max_predictions_per_seq)
         if bad is None:
             raise

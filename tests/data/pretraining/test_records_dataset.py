@@ -1,11 +1,13 @@
 import collections
 import os
+import re
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_tf.data.pretraining.records_dataset import (InputFileError, compression_type, count_records,
+from bert_tf.data.pretraining.records_dataset import (InputFileError, check_same_record_lengths,
+                                              compression_type, count_records,
                                               evaluation_dataset, expand_input_files,
                                               find_unreadable_file, naming_bad_input_files,
                                               record_lengths, training_dataset)
@@ -189,13 +191,31 @@ def damaged(records, tmp_path):
     return {"truncated": str(truncated), "flipped": str(flipped), "seq32": str(other_length)}
 
 
-@pytest.mark.parametrize("kind", ["truncated", "flipped", "seq32"])
+@pytest.mark.parametrize("kind", ["truncated", "flipped"])
 def test_a_bad_file_is_named(records, damaged, kind):
     files = sorted(records) + [damaged[kind]]
     with pytest.raises(InputFileError, match=f"{damaged[kind]}: corrupt, truncated or not a "
                                              f"pre-training record file"):
         with naming_bad_input_files(files, SEQ, PREDICTIONS):
             batches(training_dataset(files, 4, SEQ, PREDICTIONS), 100)
+
+
+@pytest.mark.parametrize("odd_first", [False, True], ids=["odd_last", "odd_first"])
+def test_the_file_of_other_record_lengths_is_named(records, damaged, odd_first):
+    # The records are parsed with the lengths of the first file. When that is the odd one,
+    # the good files are those that fail to parse: the error must still name the odd file.
+    files = [damaged["seq32"]] + sorted(records) if odd_first else sorted(
+        records) + [damaged["seq32"]]
+    seq_length, predictions = record_lengths(files[0])
+    expected = "^" + re.escape(
+        f"{damaged['seq32']}: records have max_seq_length 32 and max_predictions_per_seq 3, but "
+        f"2 other input file(s) have 16 and 3; one input must hold records of one length") + "$"
+    with pytest.raises(InputFileError, match=expected):
+        with naming_bad_input_files(files, seq_length, predictions):
+            batches(training_dataset(files, 4, seq_length, predictions), 100)
+    with pytest.raises(InputFileError, match=expected):
+        check_same_record_lengths(files)
+    check_same_record_lengths(sorted(records))     # one length: no error
 
 
 def test_count_records_names_a_truncated_file(records, damaged):
