@@ -13,6 +13,23 @@ import os
 # Activations a Google / Hugging Face checkpoint may name. "gelu" is the exact erf form.
 SUPPORTED_ACTIVATIONS = ("gelu", "gelu_new", "relu", "tanh", "swish", "silu")
 
+# Upper bounds a config is checked against before anything is allocated: a typo or a corrupt
+# file (`"num_hidden_layers": 1000000000` took 4 GB of memory before failing) is refused at
+# once. Each bound is far above every published BERT: BERT-Large has 24 layers, hidden size
+# 1024, intermediate 4096, 512 positions and 2 token types; multilingual BERT's vocabulary has
+# 119,547 entries; long-context BERTs use 8,192 positions.
+SIZE_LIMITS = {
+    "vocab_size": 1_000_000,
+    "hidden_size": 16_384,
+    "num_hidden_layers": 256,
+    "num_attention_heads": 1_024,
+    "intermediate_size": 65_536,
+    "max_position_embeddings": 131_072,
+    "type_vocab_size": 1_024,
+}
+# And on the whole: 10 billion parameters (40 GB in float32), 30x BERT-Large's 335 million.
+MAX_PARAMETERS = 10_000_000_000
+
 _OFFICIAL_CONFIG_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                     "official_configs")
 
@@ -36,25 +53,39 @@ class BertConfig:
 
     def __post_init__(self):
         problems = []
-        for name in ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
-                     "intermediate_size", "max_position_embeddings", "type_vocab_size"):
+        for name, limit in SIZE_LIMITS.items():
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
                 problems.append(f"{name} must be a positive integer, got {value!r}")
+            elif value > limit:
+                problems.append(f"{name} {value} is larger than this package's limit {limit}")
         for name in ("hidden_dropout_prob", "attention_probs_dropout_prob"):
             value = getattr(self, name)
-            if not 0.0 <= value < 1.0:
-                problems.append(f"{name} must be in [0, 1), got {value!r}")
+            if not _is_number(value) or not 0.0 <= value < 1.0:
+                problems.append(f"{name} must be a number in [0, 1), got {value!r}")
         for name in ("initializer_range", "layer_norm_eps"):
-            if not getattr(self, name) > 0:
-                problems.append(f"{name} must be positive, got {getattr(self, name)!r}")
-        if self.hidden_act not in SUPPORTED_ACTIVATIONS:
+            value = getattr(self, name)
+            if not _is_number(value) or not value > 0:
+                problems.append(f"{name} must be a positive number, got {value!r}")
+        if not isinstance(self.hidden_act, str) or self.hidden_act not in SUPPORTED_ACTIVATIONS:
             problems.append(f"hidden_act {self.hidden_act!r} is not one of {SUPPORTED_ACTIVATIONS}")
-        if (not problems and self.hidden_size % self.num_attention_heads):
+        if not problems and self.hidden_size % self.num_attention_heads:
             problems.append(f"hidden_size {self.hidden_size} is not divisible by "
                             f"num_attention_heads {self.num_attention_heads}")
+        if not problems and self.parameter_count() > MAX_PARAMETERS:
+            problems.append(f"{self.parameter_count():,} parameters is more than this package's "
+                            f"limit of {MAX_PARAMETERS:,}")
         if problems:
             raise ValueError("Invalid BertConfig: " + "; ".join(problems))
+
+    def parameter_count(self):
+        """The number of weights of the encoder this config describes (embeddings, layers,
+        pooler), computed without building it."""
+        hidden, inner = self.hidden_size, self.intermediate_size
+        embeddings = (self.vocab_size + self.max_position_embeddings
+                      + self.type_vocab_size + 2) * hidden
+        layer = 4 * (hidden * hidden + hidden) + 2 * hidden * inner + inner + hidden + 4 * hidden
+        return embeddings + self.num_hidden_layers * layer + hidden * hidden + hidden
 
     @property
     def head_size(self):
@@ -64,6 +95,9 @@ class BertConfig:
     def from_dict(cls, values):
         """Builds a config from a dict; keys this class does not know (e.g. Hugging Face's
         `model_type`, `architectures`) are ignored, missing required keys are an error."""
+        if not isinstance(values, dict):
+            raise ValueError(f"Invalid BertConfig: expected a JSON object of hyper-parameters, "
+                             f"got {type(values).__name__}")
         known = {f.name for f in dataclasses.fields(cls)}
         if "vocab_size" not in values:
             raise ValueError("Invalid BertConfig: 'vocab_size' is missing")
@@ -71,15 +105,13 @@ class BertConfig:
 
     @classmethod
     def from_json_file(cls, path):
-        with open(path, encoding="utf-8") as f:
-            try:
-                values = json.load(f)
-            except json.JSONDecodeError as e:
-                raise ValueError(f"{path} is not valid JSON: {e}") from e
+        """Reads a `bert_config.json` (or Hugging Face `config.json`); every problem is a
+        one-line ValueError naming `path`."""
+        values = read_json_file(path)
         try:
             return cls.from_dict(values)
         except ValueError as e:
-            raise ValueError(f"{path}: {e}") from e
+            raise ValueError(f"{path}: {e}") from None
 
     @classmethod
     def from_name(cls, name):
@@ -99,3 +131,17 @@ class BertConfig:
     def to_json_file(self, path):
         with open(path, "w", encoding="utf-8") as f:
             f.write(self.to_json_string())
+
+
+def _is_number(value):
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def read_json_file(path):
+    """The parsed contents of a JSON config file; a one-line ValueError naming `path` when it
+    is not UTF-8 JSON."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ValueError(f"{path} is not valid JSON: {e}") from None

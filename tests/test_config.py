@@ -3,7 +3,7 @@ import os
 
 import pytest
 
-from bert_tf import BertConfig
+from bert_tf import BertConfig, BertEncoder
 from tests.resources import REPO_ROOT
 
 CONFIG_DIR = os.path.join(REPO_ROOT, "official_configs")
@@ -69,7 +69,12 @@ def test_reads_hugging_face_config_and_ignores_extra_keys():
     ({"hidden_act": "gelu_fast"}, "hidden_act 'gelu_fast'"),
     ({"num_hidden_layers": -1}, "num_hidden_layers must be a positive integer"),
     ({"vocab_size": 0}, "vocab_size must be a positive integer"),
-    ({"hidden_dropout_prob": 1.5}, "hidden_dropout_prob must be in [0, 1)"),
+    ({"hidden_dropout_prob": 1.5}, "hidden_dropout_prob must be a number in [0, 1)"),
+    ({"initializer_range": None}, "initializer_range must be a positive number, got None"),
+    ({"hidden_act": ["gelu"]}, "hidden_act ['gelu'] is not one of"),
+    ({"num_hidden_layers": 257}, "num_hidden_layers 257 is larger than this package's limit 256"),
+    ({"vocab_size": 2_000_000}, "vocab_size 2000000 is larger than this package's limit"),
+    ({"max_position_embeddings": 10 ** 6}, "max_position_embeddings 1000000 is larger"),
 ])
 def test_invalid_config_names_the_problem(overrides, message):
     with pytest.raises(ValueError, match=message.replace("[", r"\[").replace("(", r"\(").replace(")", r"\)")):
@@ -88,3 +93,22 @@ def test_missing_vocab_size_and_bad_json(tmp_path):
 def test_unknown_name_lists_the_known_ones():
     with pytest.raises(ValueError, match="bert_base"):
         BertConfig.from_name("bert_huge")
+
+
+def test_parameter_count_matches_keras_and_bounds_the_whole_model():
+    tiny = BertConfig(vocab_size=37, hidden_size=12, num_hidden_layers=3, num_attention_heads=2,
+                      intermediate_size=20, max_position_embeddings=9, type_vocab_size=3)
+    assert tiny.parameter_count() == BertEncoder(tiny).count_params()
+    # BERT-Base's and BERT-Large's well-known sizes (embeddings, layers and pooler).
+    assert BertConfig.from_name("bert_base").parameter_count() == 109_482_240
+    assert BertConfig.from_name("bert_large").parameter_count() == 335_141_888
+    # Every size within its own limit, but 825 billion weights together.
+    with pytest.raises(ValueError, match=r"parameters is more than this package's limit of "
+                                         r"10,000,000,000"):
+        BertConfig(vocab_size=30522, hidden_size=16_384, num_attention_heads=128,
+                   num_hidden_layers=256, intermediate_size=65_536)
+
+
+def test_every_shipped_config_is_within_the_limits():
+    for name in os.listdir(CONFIG_DIR):
+        BertConfig.from_json_file(os.path.join(CONFIG_DIR, name))

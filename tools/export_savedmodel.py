@@ -54,8 +54,10 @@ FLAGS = flags.FLAGS
 
 def _writer():
     """A function writing the requested SavedModel into a directory."""
-    from bert_tf.export import (export_encoder, export_task_model, load_pretrained,
-                                load_task_model, vocab_beside_checkpoint)
+    from bert_tf.checkpoints import load_model, vocab_beside_checkpoint
+    from bert_tf.export import export_encoder, export_task_model, load_task_model
+    from bert_tf.models.bert_encoder import BertEncoder
+    from bert_tf.models.bert_pretrainer import BertPretrainer
     from bert_tf.export.preprocessor_export import export_preprocessor
 
     if FLAGS.export_type == "preprocess":
@@ -67,8 +69,9 @@ def _writer():
         raise app.UsageError(f"--export_type={FLAGS.export_type} needs --init_checkpoint.")
     vocab_file = FLAGS.vocab_file or vocab_beside_checkpoint(FLAGS.init_checkpoint)
     if FLAGS.export_type in ("encoder", "encoder_with_mlm"):
-        model = load_pretrained(FLAGS.init_checkpoint, FLAGS.bert_config_file,
-                                mlm=FLAGS.export_type == "encoder_with_mlm")
+        model = load_model(FLAGS.init_checkpoint, BertPretrainer if FLAGS.export_type ==
+                           "encoder_with_mlm" else BertEncoder,
+                           bert_config_file=FLAGS.bert_config_file)
         return lambda path: export_encoder(path, model, vocab_file, FLAGS.do_lower_case)
     model = load_task_model(FLAGS.export_type, FLAGS.init_checkpoint, FLAGS.bert_config_file)
     return lambda path: export_task_model(

@@ -1,4 +1,5 @@
-"""The one naming table: every `BertEncoder` weight and its name in Google's BERT checkpoints.
+"""The one naming table: every `BertEncoder` and pre-training head weight and its name in
+Google's BERT checkpoints.
 
 Google's TF1 names (`bert/encoder/layer_0/attention/self/query/kernel`...) are the package's
 canonical weight names: every reader returns arrays keyed by them, in Google's layout (dense
@@ -6,6 +7,8 @@ kernels `[in, out]`). Hugging Face names are *derived* from them by rule (`hf_na
 listed separately, so a weight added here is read from both formats.
 
 Example:
+    >>> [name for name, _ in pretraining_head_weights(pretrainer)][:1]
+    ['cls/predictions/transform/dense/kernel']
     >>> [name for name, _ in encoder_weights(encoder)][:2]
     ['bert/embeddings/word_embeddings', 'bert/embeddings/position_embeddings']
     >>> hf_names("bert/encoder/layer_0/attention/output/LayerNorm/gamma")
@@ -49,21 +52,23 @@ POOLER_WEIGHTS = (
     ("bert/pooler/dense/bias", "pooler.bias"),
 )
 
-# The pre-training heads of Google's `run_pretraining.py`, in Google's layout:
+# The pre-training heads of Google's `run_pretraining.py` and their attribute paths on a
+# `BertPretrainer`, in Google's layout (the Keras variables have the same shapes):
 #   cls/predictions/transform/dense/kernel [H, H], .../bias [H]   (MLM transform, gelu)
 #   cls/predictions/transform/LayerNorm/{gamma,beta} [H]
 #   cls/predictions/output_bias [V]              (the MLM decoder is tied to word_embeddings)
 #   cls/seq_relationship/output_weights [2, H]   (NOT transposed: logits = x @ W^T)
 #   cls/seq_relationship/output_bias [2]
-PRETRAINING_HEAD_NAMES = (
-    "cls/predictions/transform/dense/kernel",
-    "cls/predictions/transform/dense/bias",
-    "cls/predictions/transform/LayerNorm/gamma",
-    "cls/predictions/transform/LayerNorm/beta",
-    "cls/predictions/output_bias",
-    "cls/seq_relationship/output_weights",
-    "cls/seq_relationship/output_bias",
+PRETRAINING_HEAD_WEIGHTS = (
+    ("cls/predictions/transform/dense/kernel", "masked_lm.transform.kernel"),
+    ("cls/predictions/transform/dense/bias", "masked_lm.transform.bias"),
+    ("cls/predictions/transform/LayerNorm/gamma", "masked_lm.transform_layer_norm.gamma"),
+    ("cls/predictions/transform/LayerNorm/beta", "masked_lm.transform_layer_norm.beta"),
+    ("cls/predictions/output_bias", "masked_lm.output_bias"),
+    ("cls/seq_relationship/output_weights", "next_sentence.output_weights"),
+    ("cls/seq_relationship/output_bias", "next_sentence.output_bias"),
 )
+PRETRAINING_HEAD_NAMES = tuple(google for google, _ in PRETRAINING_HEAD_WEIGHTS)
 
 # Hugging Face names that do not follow the rule below (Google name -> HF name without prefix).
 _HF_SPECIAL = {
@@ -103,6 +108,12 @@ def encoder_weights(encoder):
             f"the naming table covers {len(pairs)} weights but the encoder has "
             f"{len(encoder.weights)}: update bert_tf/checkpoints/names.py")
     return pairs
+
+
+def pretraining_head_weights(pretrainer):
+    """`[(google_name, keras_variable)]` for every weight of a `BertPretrainer`'s two heads,
+    table order."""
+    return [(google, _resolve(pretrainer, path)) for google, path in PRETRAINING_HEAD_WEIGHTS]
 
 
 def hf_transposed(google_name):

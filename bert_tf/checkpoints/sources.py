@@ -16,9 +16,13 @@ import logging
 import os
 
 import numpy as np
+import tensorflow as tf
 
+from bert_tf.checkpoints import layout, tf2
 from bert_tf.checkpoints import names as names_lib
-from bert_tf.config import BertConfig
+from bert_tf.checkpoints.damaged_files import open_tf_checkpoint, safetensors_errors_name
+from bert_tf.checkpoints.errors import DamagedCheckpointError, UnsupportedCheckpointError
+from bert_tf.config import BertConfig, read_json_file
 
 logger = logging.getLogger("bert_tf.checkpoints")
 
@@ -28,10 +32,6 @@ BERT_TF = "bert_tf"          # this package's tf.train.Checkpoint(encoder=...)
 FORMATS = (GOOGLE, HUGGING_FACE, BERT_TF)
 
 _PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".pkl", ".pickle")
-
-
-class UnsupportedCheckpointError(ValueError):
-    """The path exists but holds no checkpoint this package can read safely."""
 
 
 @dataclasses.dataclass
@@ -68,11 +68,6 @@ class CheckpointWeights:
         return {k: v for k, v in self.arrays.items() if not k.startswith("cls/")}
 
 
-def _tf():
-    import tensorflow as tf
-    return tf
-
-
 def _refuse_pickle(path):
     raise UnsupportedCheckpointError(
         f"{path} is a PyTorch pickle file; bert_tf never unpickles (loading a pickle can run "
@@ -83,16 +78,12 @@ def _refuse_pickle(path):
 
 def _tf_checkpoint_format(prefix):
     """GOOGLE or BERT_TF for a TF checkpoint prefix, by the names it holds."""
-    reader = _tf().train.load_checkpoint(prefix)
+    reader = open_tf_checkpoint(prefix)
     keys = set(reader.get_variable_to_shape_map())
     if any(k.startswith("bert/") for k in keys):
         return GOOGLE
-    if "_CHECKPOINTABLE_OBJECT_GRAPH" in keys:
-        from tensorflow.core.protobuf import trackable_object_graph_pb2
-        graph = trackable_object_graph_pb2.TrackableObjectGraph()
-        graph.ParseFromString(reader.get_tensor("_CHECKPOINTABLE_OBJECT_GRAPH"))
-        if any(child.local_name == "encoder" for child in graph.nodes[0].children):
-            return BERT_TF
+    if layout.ObjectGraph(prefix, reader).has((layout.ENCODER_KEY,)):
+        return BERT_TF
     sample = ", ".join(sorted(keys)[:5])
     raise UnsupportedCheckpointError(
         f"{prefix} is a TensorFlow checkpoint with neither Google's BERT names (bert/...) nor "
@@ -138,7 +129,6 @@ def _detect_in_directory(directory):
     for name in ("model.safetensors", "model.safetensors.index.json"):
         if os.path.isfile(os.path.join(directory, name)):
             return HUGGING_FACE, os.path.join(directory, name)
-    tf = _tf()
     latest = tf.train.latest_checkpoint(directory)
     if latest:
         return _tf_checkpoint_format(latest), latest
@@ -183,8 +173,10 @@ def read_config(path, bert_config_file=None):
 
 
 def _config_from_file(config_path):
-    with open(config_path, encoding="utf-8") as f:
-        values = json.load(f)
+    values = read_json_file(config_path)
+    if not isinstance(values, dict):
+        raise ValueError(f"{config_path}: expected a JSON object of hyper-parameters, got "
+                         f"{type(values).__name__}")
     model_type = values.get("model_type", "bert")
     if model_type != "bert":
         raise UnsupportedCheckpointError(
@@ -197,12 +189,28 @@ def _config_from_file(config_path):
     try:
         return BertConfig.from_dict(values)
     except ValueError as e:
-        raise ValueError(f"{config_path}: {e}") from e
+        raise ValueError(f"{config_path}: {e}") from None
 
 
-def _vocab_beside(resolved):
-    vocab = os.path.join(os.path.dirname(resolved) or ".", "vocab.txt")
-    return vocab if os.path.isfile(vocab) else None
+def vocab_beside_checkpoint(path, required=True):
+    """The `vocab.txt` beside a checkpoint (convert_checkpoint.py, the training tools and
+    Google's and Hugging Face's downloads put it there).
+
+    When there is none: FileNotFoundError saying to pass `--vocab_file`, or None when not
+    `required`.
+
+    Example:
+        >>> vocab_beside_checkpoint("converted_dir")
+        'converted_dir/vocab.txt'
+    """
+    _, resolved = detect_format(path)
+    vocab_file = os.path.join(os.path.dirname(resolved) or ".", "vocab.txt")
+    if os.path.isfile(vocab_file):
+        return vocab_file
+    if required:
+        raise FileNotFoundError(f"No vocab.txt beside the checkpoint {resolved}; pass the "
+                                f"model's vocabulary with --vocab_file.")
+    return None
 
 
 def _known_names(config):
@@ -211,7 +219,7 @@ def _known_names(config):
 
 
 def _read_google(prefix, config):
-    reader = _tf().train.load_checkpoint(prefix)
+    reader = open_tf_checkpoint(prefix)
     known = set(_known_names(config))
     arrays, ignored, unused = {}, [], []
     for name in sorted(reader.get_variable_to_shape_map()):
@@ -226,11 +234,24 @@ def _read_google(prefix, config):
 
 def _safetensors_files(resolved):
     if resolved.endswith(".index.json"):
-        with open(resolved, encoding="utf-8") as f:
-            weight_map = json.load(f)["weight_map"]
+        index = read_json_file(resolved)
+        weight_map = index.get("weight_map") if isinstance(index, dict) else None
+        if not isinstance(weight_map, dict):
+            raise DamagedCheckpointError(f"{resolved} has no `weight_map` object naming the "
+                                         f"shard of each tensor")
         directory = os.path.dirname(resolved)
         return sorted({os.path.join(directory, shard) for shard in weight_map.values()})
     return [resolved]
+
+
+def safetensors_keys(resolved):
+    """Every tensor name of a safetensors file or sharded index (no tensor is read)."""
+    from safetensors import safe_open
+    keys = []
+    for path in _safetensors_files(resolved):
+        with safetensors_errors_name(path), safe_open(path, framework="np") as handle:
+            keys += handle.keys()
+    return keys
 
 
 def _load_safetensor(handle, path, key):
@@ -269,7 +290,7 @@ def _read_hugging_face(resolved, config):
             wanted[hf] = google
     arrays, ignored, unused = {}, [], []
     for path in _safetensors_files(resolved):
-        with safe_open(path, framework="np") as handle:
+        with safetensors_errors_name(path), safe_open(path, framework="np") as handle:
             for key in sorted(handle.keys()):
                 normalised = key if key.startswith(("bert.", "cls.")) else "bert." + key
                 google = wanted.get(normalised)
@@ -300,10 +321,10 @@ def read_weights(path, bert_config_file=None, config=None):
     elif fmt == HUGGING_FACE:
         arrays, ignored, unused = _read_hugging_face(resolved, config)
     else:
-        from bert_tf.checkpoints import tf2
         arrays, ignored, unused = tf2.read_arrays(resolved, config)
     if unused:
         logger.warning("%s: %d tensor(s) not used by the encoder or the pre-training heads: %s",
                        resolved, len(unused), ", ".join(unused))
     return CheckpointWeights(arrays=arrays, config=config, format=fmt, source=resolved,
-                             vocab_file=_vocab_beside(resolved), ignored=ignored, unused=unused)
+                             vocab_file=vocab_beside_checkpoint(resolved, required=False),
+                             ignored=ignored, unused=unused)

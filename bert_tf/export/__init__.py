@@ -4,10 +4,11 @@
 * `export_task_model`: a task model taking raw strings (`serving_default`).
 * `export_preprocessor`: the text preprocessing alone, TF Hub-style (`<name>_preprocess`).
 * `write_version`: TF Serving's `<model_base_path>/<version>/` layout, written atomically.
-* `load_pretrained` / `load_task_model`: the models `tools/export_savedmodel.py` exports.
+* `load_task_model`: a fine-tuned model by its task name (`--export_type`); the encoder comes
+  from `bert_tf.checkpoints.load_model`.
 
 Example:
-    >>> encoder = load_pretrained("converted_dir")
+    >>> encoder = bert_tf.checkpoints.load_model("converted_dir")
     >>> write_version("/models/bert", lambda path: export_encoder(
     ...     path, encoder, "converted_dir/vocab.txt", do_lower_case=True))
     '/models/bert/1'
@@ -15,11 +16,9 @@ Example:
 
 from bert_tf.export.encoder_export import export_encoder
 from bert_tf.export.preprocessor_export import export_preprocessor
-from bert_tf.export.pretrained_models import load_pretrained, vocab_beside_checkpoint
 from bert_tf.export.serving_layout import latest_version_dir, write_version
-from bert_tf.export.task_checkpoint import TASK_MODEL_KEY, load_task_model
+from bert_tf.export.task_checkpoint import load_task_model
 from bert_tf.export.task_export import TASK_MODEL_CLASSES, export_task_model
 
-__all__ = ["TASK_MODEL_CLASSES", "TASK_MODEL_KEY", "export_encoder", "export_preprocessor",
-           "export_task_model", "latest_version_dir", "load_pretrained", "load_task_model",
-           "vocab_beside_checkpoint", "write_version"]
+__all__ = ["TASK_MODEL_CLASSES", "export_encoder", "export_preprocessor", "export_task_model",
+           "latest_version_dir", "load_task_model", "write_version"]

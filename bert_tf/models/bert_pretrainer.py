@@ -1,29 +1,13 @@
 """`BertPretrainer`: a `BertEncoder` with the paper's two pre-training heads."""
 
-import logging
-
 import keras
 
-from bert_tf.checkpoints import assign_weights, encoder_weights, read_weights
 from bert_tf.config import BertConfig
 from bert_tf.layers.masked_lm_head import MaskedLMHead
 from bert_tf.layers.next_sentence_head import NextSentenceHead
 from bert_tf.models.bert_encoder import INPUT_KEYS
 
-logger = logging.getLogger("bert_tf.models")
-
 PRETRAINING_INPUT_KEYS = INPUT_KEYS + ("masked_lm_positions",)
-
-# Each head weight and its name in Google's checkpoints (same layout, no transposes).
-_HEAD_WEIGHTS = (
-    ("cls/predictions/transform/dense/kernel", "masked_lm", "transform.kernel"),
-    ("cls/predictions/transform/dense/bias", "masked_lm", "transform.bias"),
-    ("cls/predictions/transform/LayerNorm/gamma", "masked_lm", "transform_layer_norm.gamma"),
-    ("cls/predictions/transform/LayerNorm/beta", "masked_lm", "transform_layer_norm.beta"),
-    ("cls/predictions/output_bias", "masked_lm", "output_bias"),
-    ("cls/seq_relationship/output_weights", "next_sentence", "output_weights"),
-    ("cls/seq_relationship/output_bias", "next_sentence", "output_bias"),
-)
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
@@ -40,11 +24,11 @@ class BertPretrainer(keras.Model):
 
     The MLM decoder is the encoder's word-embedding table (tied), so this model adds only the
     heads' small weights: `masked_lm` (transform, LayerNorm, output bias) and `next_sentence`.
-    Google names of those weights: `head_weights()`.
+    Their names in Google's checkpoints: `bert_tf.checkpoints.pretraining_head_weights`; loading
+    Google's, Hugging Face's or this package's checkpoint: `bert_tf.checkpoints.load_model`.
 
     Example:
         >>> pretrainer = BertPretrainer(BertEncoder(BertConfig.from_name("bert_tiny")))
-        >>> pretrainer.load_checkpoint("uncased_L-2_H-128_A-2/bert_model.ckpt")  # bert/ + cls/
         >>> outputs = pretrainer({**encoder_inputs, "masked_lm_positions": positions})
         >>> outputs["mlm_logits"].shape
         TensorShape([batch, 20, 30522])
@@ -81,42 +65,6 @@ class BertPretrainer(keras.Model):
                                          self.encoder.embeddings.word_embeddings),
             "next_sentence_logits": self.next_sentence(outputs["pooled_output"]),
         }
-
-    def head_weights(self):
-        """`[(google_name, variable)]` for every weight of the two heads."""
-        pairs = []
-        for google_name, head, path in _HEAD_WEIGHTS:
-            variable = getattr(self, head)
-            for attribute in path.split("."):
-                variable = getattr(variable, attribute)
-            pairs.append((google_name, variable))
-        return pairs
-
-    def load_checkpoint(self, path, require_heads=False):
-        """Loads the encoder and, when the checkpoint has them, the heads' `cls/...` weights.
-
-        `path` is anything `bert_tf.checkpoints.read_weights` reads: a Google TF1 checkpoint,
-        a Hugging Face `BertForPreTraining` safetensors file, or this package's checkpoint.
-        Every encoder weight must be there. The heads are all-or-nothing: a checkpoint with
-        none (e.g. a bare `BertModel`) leaves them freshly initialised, logged, unless
-        `require_heads`; one with only some of them is an error.
-
-        Returns the Google names of the head weights loaded (empty when none were).
-        Raises `bert_tf.checkpoints.CheckpointMismatchError` naming every missing or
-        mis-shaped weight; the model is then unchanged.
-        """
-        weights = read_weights(path, config=self.encoder.config)
-        heads = [(variable, name) for name, variable in self.head_weights()]
-        load_heads = require_heads or any(name in weights.arrays for _, name in heads)
-        pairs = [(variable, name) for name, variable in encoder_weights(self.encoder)]
-        # One all-or-nothing assignment: a bad checkpoint leaves the whole model unchanged.
-        assign_weights(pairs + (heads if load_heads else []), weights.arrays,
-                       source=weights.source)
-        if not load_heads:
-            logger.warning("%s has no pre-training heads (cls/...): they keep their random "
-                           "initialisation", weights.source)
-            return []
-        return [name for _, name in heads]
 
     def get_config(self):
         return {"name": self.name, "trainable": self.trainable,

@@ -71,8 +71,8 @@ class BertTaskModel(keras.Model):
         """Dropout and a dense layer of `num_classes` outputs, as `self.dropout` and
         `self.classifier`, the head of `BertClassifier` (pooled output) and
         `BertTokenClassifier` (every token). The attribute names are the checkpoints' variable
-        names (`model/classifier/kernel`...), which `load_task_model` reads the number of
-        classes from."""
+        names (`model/classifier/kernel`...), which `bert_tf.checkpoints.load_model` reads the
+        number of classes from."""
         if not isinstance(num_classes, int) or num_classes < 1:
             raise ValueError(f"{type(self).__name__}: num_classes must be a positive integer, "
                              f"got {num_classes!r}")

@@ -4,9 +4,9 @@ The recipe of Google's `run_classifier.py` / `run_squad.py`: AdamW (weight decay
 LayerNorm and biases), linear warmup over `warmup_proportion` of the steps then linear decay to
 0, global-norm clipping at 1.0. Around it, what a long CPU or GPU job needs:
 
-* Checkpoints every `steps_per_checkpoint` steps in `output_dir` as
-  `tf.train.Checkpoint(encoder=..., model=..., optimizer=...)`: `encoder` for every
-  `--init_checkpoint` reader, `model` (encoder + head) for `export_savedmodel.py`.
+* Checkpoints every `steps_per_checkpoint` steps in `output_dir`, in the layout of
+  `bert_tf.checkpoints.layout`: the encoder for every `--init_checkpoint` reader, the task
+  model (encoder + head) for `export_savedmodel.py`, the optimizer and dropout states.
 * Rerunning the same command after a crash or `kill -9` restores the latest checkpoint and
   continues at its exact step (`dataset_fn(start_step)` must skip that many batches of the same
   deterministic stream, e.g. a seeded shuffle).
@@ -29,7 +29,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from bert_tf.checkpoints.tf2 import CHECKPOINT_NAME, ENCODER_KEY, TASK_MODEL_KEY
+from bert_tf.checkpoints import checkpoint_manager, training_checkpoint
 from bert_tf.training.optimizers import create_optimizer
 from bert_tf.training.schedule import WarmupPolynomialDecay
 from bert_tf.training.summaries import ScalarSummaries
@@ -106,12 +106,9 @@ class FineTuner:
         # Dropout's random-number states too, so that a resumed run draws the same masks as
         # one that never stopped.
         dropout_seeds = [v for v in model.non_trainable_variables if "seed_generator" in v.path]
-        checkpoint = tf.train.Checkpoint(**{ENCODER_KEY: model.encoder, TASK_MODEL_KEY: model,
-                                            "optimizer": self.optimizer,
-                                            "dropout_seeds": dropout_seeds})
-        self.manager = tf.train.CheckpointManager(checkpoint, output_dir,
-                                                  max_to_keep=keep_checkpoint_max,
-                                                  checkpoint_name=CHECKPOINT_NAME)
+        checkpoint = training_checkpoint(model.encoder, task_model=model,
+                                         optimizer=self.optimizer, dropout_rng=dropout_seeds)
+        self.manager = checkpoint_manager(checkpoint, output_dir, keep_checkpoint_max)
 
     @property
     def step(self):

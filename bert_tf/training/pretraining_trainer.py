@@ -8,7 +8,8 @@ import time
 import keras
 import tensorflow as tf
 
-from bert_tf.checkpoints.tf2 import _HEADS_ATTRIBUTE, CHECKPOINT_NAME, ENCODER_KEY, HEADS_KEY
+from bert_tf.checkpoints import (checkpoint_manager, pretraining_head_weights, restore_weights,
+                                 training_checkpoint)
 from bert_tf.models.bert_encoder import BertEncoder
 from bert_tf.models.bert_pretrainer import BertPretrainer
 from bert_tf.training import distribution
@@ -47,7 +48,7 @@ class PretrainingTrainer:
     the heads (under `pretraining_heads`, by Google name), the optimizer with its slots and
     iteration count, the global step and the dropout RNG states: a restarted job continues
     exactly where the checkpoint was written (the input stream is re-positioned from the step,
-    see `bert_tf.data.pretraining_dataset.training_dataset`).
+    see `bert_tf.data.pretraining.records_dataset.training_dataset`).
 
     Example:
         >>> trainer = PretrainingTrainer(tf.distribute.MirroredStrategy(), config,
@@ -86,13 +87,11 @@ class PretrainingTrainer:
                 loss_scaling=mixed_precision == "float16")
             self.global_step = tf.Variable(0, dtype=tf.int64, trainable=False,
                                            name="global_step")
-        heads = tf.Module(name=HEADS_KEY)
-        setattr(heads, _HEADS_ATTRIBUTE, dict(self.model.head_weights()))
-        self.checkpoint = tf.train.Checkpoint(**{
-            ENCODER_KEY: encoder, HEADS_KEY: heads, "optimizer": self.optimizer,
-            "global_step": self.global_step,
+        self.checkpoint = training_checkpoint(
+            encoder, heads=dict(pretraining_head_weights(self.model)), optimizer=self.optimizer,
+            step=self.global_step,
             # Keras keeps each dropout layer's RNG state in a variable no layer tracks.
-            "dropout_rng": list(self.model.non_trainable_variables)})
+            dropout_rng=list(self.model.non_trainable_variables))
         # Not jit_compile=False: that would also keep the parts XLA compiles on their own
         # (`pretraining_objective`'s loss) from being compiled.
         jit_compile = True if jit_compile else None
@@ -176,8 +175,7 @@ class PretrainingTrainer:
             # but only the chief's copy is kept.
             resolver = self.strategy.cluster_resolver
             directory = os.path.join(output_dir, f".tmp_{resolver.task_type}_{resolver.task_id}")
-        return tf.train.CheckpointManager(self.checkpoint, directory, max_to_keep=max_to_keep,
-                                          checkpoint_name=CHECKPOINT_NAME)
+        return checkpoint_manager(self.checkpoint, directory, max_to_keep)
 
     def restore(self, path):
         """Restores everything from one of this trainer's checkpoints (a prefix)."""
@@ -189,9 +187,10 @@ class PretrainingTrainer:
         if latest:
             self.restore(latest)  # resuming wins over --init_checkpoint, as in Google's tools
         elif init_checkpoint:
-            heads = self.model.load_checkpoint(init_checkpoint)
+            report = restore_weights(self.model, init_checkpoint)
             logger.info("Initialised the encoder%s from %s",
-                        " and the pre-training heads" if heads else "", init_checkpoint)
+                        " and the pre-training heads" if report.heads_loaded else "",
+                        init_checkpoint)
 
     def train(self, dataset_fn, output_dir, *, steps_per_execution=1, save_checkpoints_steps=1000,
               keep_checkpoint_max=5, init_checkpoint=None, progress=True, after_checkpoint=None):
@@ -206,7 +205,7 @@ class PretrainingTrainer:
           steps_per_execution: steps per host call.
           save_checkpoints_steps: a checkpoint every this many steps, and at the end.
           init_checkpoint: weights to start from when `output_dir` has no checkpoint (any
-            format `BertPretrainer.load_checkpoint` reads).
+            format `bert_tf.checkpoints.restore_weights` reads; the heads too when it has them).
           progress: show a progress bar (chief only).
           after_checkpoint: called with the step after each checkpoint is written (on every
             worker), e.g. to evaluate held-out data.

@@ -286,7 +286,7 @@ def test_google_checkpoint_converts_with_the_tool_and_loads_back_exactly(encoder
         "vocab.txt"]
     assert BertConfig.from_json_file(os.path.join(output_dir, "bert_config.json")) == SMALL
 
-    restored = checkpoints.load_encoder(output_dir)
+    restored = checkpoints.load_model(output_dir)
     assert_same_weights(restored, encoder)
     assert_same_outputs(restored, encoder)
     weights = checkpoints.read_weights(output_dir)
@@ -298,7 +298,7 @@ def test_google_checkpoint_converts_with_the_tool_and_loads_back_exactly(encoder
 
 def test_google_checkpoint_loads_directly(encoder, tmp_path):
     prefix = write_google_checkpoint(str(tmp_path), google_arrays(encoder), vocab=False)
-    restored = checkpoints.load_encoder(prefix)
+    restored = checkpoints.load_model(prefix)
     assert_same_outputs(restored, encoder)
     weights = checkpoints.read_weights(prefix + ".index")
     assert weights.vocab_file is None and weights.heads == {}
@@ -319,14 +319,14 @@ def test_hugging_face_round_trip(encoder, tmp_path, prefix, legacy):
                                               "cls.predictions.decoder.bias"])
     for name, value in heads.items():
         np.testing.assert_array_equal(weights.heads[name], value)
-    restored = checkpoints.load_encoder(os.path.join(directory, "model.safetensors"))
+    restored = checkpoints.load_model(os.path.join(directory, "model.safetensors"))
     assert_same_weights(restored, encoder)
     assert_same_outputs(restored, encoder)
 
     result = checkpoints.convert_checkpoint(directory, str(tmp_path / "out"))
     assert result.heads == sorted(heads)
     assert os.path.exists(tmp_path / "out" / "vocab.txt")
-    assert_same_outputs(checkpoints.load_encoder(str(tmp_path / "out")), encoder)
+    assert_same_outputs(checkpoints.load_model(str(tmp_path / "out")), encoder)
 
 
 @pytest.mark.parametrize("dtype", [np.float16, ml_dtypes.bfloat16])
@@ -338,7 +338,7 @@ def test_hugging_face_half_precision_files_are_read_as_float32(encoder, tmp_path
         assert weights.arrays[name].dtype == np.float32
         np.testing.assert_array_equal(weights.arrays[name],
                                       value.astype(dtype).astype(np.float32), err_msg=name)
-    restored = checkpoints.load_encoder(directory)
+    restored = checkpoints.load_model(directory)
     assert_same_outputs(restored, encoder, exact=False, atol=0.2 if dtype == np.float16 else 0.5)
 
 
@@ -352,7 +352,7 @@ def test_unknown_source_tensors_are_logged_not_dropped(encoder, tmp_path, caplog
     tensors["classifier.weight"] = np.ones((3, 16), np.float32)
     write_safetensors(os.path.join(directory, "model.safetensors"), tensors)
     with caplog.at_level(logging.WARNING, logger="bert_tf.checkpoints"):
-        report = checkpoints.restore_encoder(random_encoder(seed=5), directory)
+        report = checkpoints.restore_weights(random_encoder(seed=5), directory)
     assert report.unused == ["classifier.weight"] and report.loaded == 39
     assert "classifier.weight" in caplog.text
 
@@ -371,7 +371,7 @@ def test_keras3_encoder_is_tracked_by_tf_train_checkpoint(encoder, tmp_path):
     assert_same_weights(fresh, encoder)
     # ...and so does the package's reader, also under mixed precision.
     mixed = BertEncoder(SMALL, dtype="mixed_bfloat16")
-    checkpoints.restore_encoder(mixed, str(tmp_path))
+    checkpoints.restore_weights(mixed, str(tmp_path))
     assert_same_weights(mixed, encoder)
 
 
@@ -390,12 +390,12 @@ def test_training_checkpoint_with_optimizer_restores_the_encoder(tmp_path):
     assert checkpoints.detect_format(str(tmp_path)) == (checkpoints.BERT_TF,
                                                         str(tmp_path / "ckpt-2"))
     fresh = random_encoder(seed=4)
-    report = checkpoints.restore_encoder(fresh, str(tmp_path))
+    report = checkpoints.restore_weights(fresh, str(tmp_path))
     assert report.format == checkpoints.BERT_TF and report.unused == [] and report.loaded == 39
     assert_same_weights(fresh, trained)
     assert checkpoints.resolve_prefix(str(tmp_path)) == str(tmp_path / "ckpt-2")
     fresh = random_encoder(seed=4)
-    checkpoints.restore_encoder(fresh, str(tmp_path / "ckpt-1"))
+    checkpoints.restore_weights(fresh, str(tmp_path / "ckpt-1"))
     assert_same_weights(fresh, trained)
     assert checkpoints.read_weights(str(tmp_path), config=SMALL).unused == []
 
@@ -404,14 +404,14 @@ def test_restoring_into_a_different_encoder_lists_every_problem(encoder, tmp_pat
     checkpoints.save_checkpoint(str(tmp_path), encoder)
     deeper = dict(SMALL.to_dict(), num_hidden_layers=3, vocab_size=41)
     with pytest.raises(CheckpointMismatchError) as error:
-        checkpoints.restore_encoder(BertEncoder(BertConfig.from_dict(deeper)), str(tmp_path))
+        checkpoints.restore_weights(BertEncoder(BertConfig.from_dict(deeper)), str(tmp_path))
     message = str(error.value)
     assert "16 missing, 1 with the wrong shape" in message
     assert "bert/encoder/layer_2/attention/self/query/kernel" in message
     assert "bert/embeddings/word_embeddings: expected (41, 16), found (40, 16)" in message
     # A shallower encoder loads what it has and reports the rest as unused.
     shallower = BertEncoder(BertConfig.from_dict(dict(SMALL.to_dict(), num_hidden_layers=1)))
-    report = checkpoints.restore_encoder(shallower, str(tmp_path))
+    report = checkpoints.restore_weights(shallower, str(tmp_path))
     assert len(report.unused) == 16 and report.loaded == 23
 
 
@@ -431,7 +431,7 @@ def test_missing_variables_and_wrong_shapes_are_listed_together(encoder, tmp_pat
     target = BertEncoder(BertConfig.from_dict(dict(SMALL.to_dict(), intermediate_size=32)))
     before = [v.numpy() for v in target.weights]
     with pytest.raises(CheckpointMismatchError) as error:
-        checkpoints.restore_encoder(target, prefix)
+        checkpoints.restore_weights(target, prefix)
     e = error.value
     assert e.missing == ["bert/embeddings/LayerNorm/gamma",
                          "bert/encoder/layer_1/attention/self/query/kernel"]
@@ -468,7 +468,7 @@ def test_pytorch_pickles_are_refused_without_unpickling(tmp_path):
     with pytest.raises(UnsupportedCheckpointError, match="PyTorch pickle.*never unpickles"):
         checkpoints.read_weights(str(tmp_path))  # a directory with only the pickle
     with pytest.raises(UnsupportedCheckpointError, match="never unpickles"):
-        checkpoints.load_encoder(str(tmp_path / "pytorch_model.bin"))
+        checkpoints.load_model(str(tmp_path / "pytorch_model.bin"))
     assert not marker.exists()
 
 

@@ -67,7 +67,7 @@ def test_reference_covers_the_cases_it_claims(reference):
 
 def test_minilm_via_hugging_face_path_matches_transformers(model_dir, reference):
     assert checkpoints.detect_format(model_dir)[0] == checkpoints.HUGGING_FACE
-    encoder = checkpoints.load_encoder(model_dir)
+    encoder = checkpoints.load_model(model_dir)
     assert encoder.config.num_hidden_layers == 6 and encoder.config.hidden_size == 384
     _assert_matches_reference(encoder(_inputs(reference), training=False), reference)
 
@@ -79,5 +79,5 @@ def test_minilm_converted_to_tf2_checkpoint_matches_transformers(model_dir, refe
     assert sorted(os.listdir(tmp_path / "minilm")) == [
         "bert_config.json", "checkpoint", "ckpt-1.data-00000-of-00001", "ckpt-1.index",
         "vocab.txt"]
-    encoder = checkpoints.load_encoder(str(tmp_path / "minilm"))
+    encoder = checkpoints.load_model(str(tmp_path / "minilm"))
     _assert_matches_reference(tf.function(encoder)(_inputs(reference)), reference)

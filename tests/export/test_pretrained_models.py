@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from bert_tf import BertEncoder
-from bert_tf.checkpoints import CheckpointMismatchError, save_checkpoint
-from bert_tf.export import load_pretrained, vocab_beside_checkpoint
+from bert_tf.checkpoints import (CheckpointMismatchError, has_pretraining_heads, load_model,
+                                 save_checkpoint, vocab_beside_checkpoint)
 from bert_tf.models.bert_pretrainer import BertPretrainer
 from tests.export.tiny_models import tiny_config
 
@@ -22,14 +22,14 @@ def encoder_only(tmp_path_factory):
     return directory, encoder
 
 
-def test_the_mlm_head_is_loaded_when_asked_or_present(pretrained):
+def test_the_mlm_head_is_loaded_when_asked(pretrained):
     directory, written = pretrained
-    for mlm in (True, "if_present"):
-        loaded = load_pretrained(directory, mlm=mlm)
-        assert isinstance(loaded, BertPretrainer)
-        np.testing.assert_array_equal(loaded.masked_lm.output_bias.numpy(),
-                                      written.masked_lm.output_bias.numpy())
-    encoder = load_pretrained(directory)
+    assert has_pretraining_heads(directory)
+    loaded = load_model(directory, BertPretrainer)
+    assert isinstance(loaded, BertPretrainer)
+    np.testing.assert_array_equal(loaded.masked_lm.output_bias.numpy(),
+                                  written.masked_lm.output_bias.numpy())
+    encoder = load_model(directory)
     assert isinstance(encoder, BertEncoder)
     np.testing.assert_array_equal(encoder.pooler.kernel.numpy(),
                                   written.encoder.pooler.kernel.numpy())
@@ -37,14 +37,15 @@ def test_the_mlm_head_is_loaded_when_asked_or_present(pretrained):
 
 def test_a_checkpoint_without_heads_gives_the_encoder_or_an_error(encoder_only):
     directory, written = encoder_only
-    encoder = load_pretrained(directory, mlm="if_present")
+    assert not has_pretraining_heads(directory)
+    encoder = load_model(directory)
     assert isinstance(encoder, BertEncoder)
     np.testing.assert_array_equal(encoder.embeddings.word_embeddings.numpy(),
                                   written.embeddings.word_embeddings.numpy())
     with pytest.raises(CheckpointMismatchError, match="cls/predictions/output_bias"):
-        load_pretrained(directory, mlm=True)
-    with pytest.raises(ValueError, match="mlm must be one of"):
-        load_pretrained(directory, mlm="yes")
+        load_model(directory, BertPretrainer)
+    with pytest.raises(ValueError, match="pretraining_heads must be one of"):
+        load_model(directory, BertPretrainer, pretraining_heads="yes")
 
 
 def test_the_vocabulary_is_found_beside_the_checkpoint(pretrained, encoder_only):

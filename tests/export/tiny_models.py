@@ -12,8 +12,7 @@ import numpy as np
 import tensorflow as tf
 
 from bert_tf import BertConfig, BertEncoder
-from bert_tf.checkpoints import save_checkpoint
-from bert_tf.export import TASK_MODEL_KEY
+from bert_tf.checkpoints import pretraining_head_weights, save_checkpoint, training_checkpoint
 from bert_tf.models.bert_pretrainer import BertPretrainer
 
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hello", "world", "un", "##aff", "##able",
@@ -40,14 +39,14 @@ def write_pretrained_checkpoint(directory, vocab_file, num_hidden_layers=2, seed
     pretrainer = BertPretrainer(BertEncoder(tiny_config(num_hidden_layers)))
     # Random heads would have a zero output bias: give it values, so that loading it shows.
     pretrainer.masked_lm.output_bias.assign(np.linspace(-1, 1, len(VOCAB), dtype=np.float32))
-    heads = {name: variable.numpy() for name, variable in pretrainer.head_weights()}
+    heads = {name: variable.numpy() for name, variable in pretraining_head_weights(pretrainer)}
     save_checkpoint(directory, pretrainer.encoder, heads=heads, vocab_file=vocab_file)
     return pretrainer
 
 
 def write_task_checkpoint(directory, model):
-    """Saves a task model as fine-tuning tools do: `encoder=` and `model=`, config beside."""
-    prefix = tf.train.Checkpoint(**{"encoder": model.encoder, TASK_MODEL_KEY: model}).write(
+    """Saves a task model as fine-tuning tools do (encoder and task model), config beside."""
+    prefix = training_checkpoint(model.encoder, task_model=model).write(
         os.path.join(directory, "ckpt-1"))
     model.encoder.config.to_json_file(os.path.join(directory, "bert_config.json"))
     return prefix

@@ -5,7 +5,7 @@ import tensorflow as tf
 
 from bert_tf import BertEncoder
 from bert_tf.models.bert_classifier import BertClassifier
-from tests.harness import assert_outputs_close
+from tests.harness import assert_outputs_close, check_task_model
 from tests.models.head_fixtures import (
     TINY, ToyPreprocessor, dense_numpy, encoder_inputs, fit_losses, save_and_load, tiny_encoder)
 
@@ -44,21 +44,11 @@ def test_dropout_only_in_training():
     assert_outputs_close(classifier(inputs, training=False), classifier(inputs), atol=0)
 
 
-def test_xla_matches_eager():
-    classifier = BertClassifier(tiny_encoder(), num_classes=2)
-    inputs = random_inputs()
-    assert_outputs_close(tf.function(classifier, jit_compile=True)(inputs), classifier(inputs),
-                         atol=1e-5)
-
-
-def test_keras_file_round_trip_nests_the_encoder(tmp_path):
+def test_xla_keras_file_and_checkpoint_round_trips_nest_the_encoder():
     classifier = BertClassifier(tiny_encoder(), num_classes=3, dropout_rate=0.2)
-    restored = save_and_load(classifier, tmp_path)
-    assert isinstance(restored, BertClassifier) and isinstance(restored.encoder, BertEncoder)
+    restored = check_task_model(classifier, random_inputs())
+    assert isinstance(restored.encoder, BertEncoder)
     assert restored.encoder.config == TINY and restored.preprocessor is None
-    assert restored.get_config() == classifier.get_config()
-    inputs = random_inputs()
-    assert_outputs_close(restored(inputs), classifier(inputs), atol=0)
 
 
 def test_fit_learns_a_toy_task_and_fine_tunes_the_users_encoder():

@@ -1,4 +1,3 @@
-import logging
 import os
 
 import keras
@@ -7,10 +6,9 @@ import pytest
 import tensorflow as tf
 
 from bert_tf import BertEncoder
-from bert_tf.checkpoints import CheckpointMismatchError
+from bert_tf.checkpoints import pretraining_head_weights
 from bert_tf.models.bert_pretrainer import BertPretrainer
-from tests.checkpoints.test_checkpoints import (SMALL, google_arrays, random_encoder,
-                                                random_heads, write_google_checkpoint)
+from tests.checkpoints.test_checkpoints import SMALL, random_encoder
 from tests.harness import assert_outputs_close
 from tests.layers.test_pretraining_heads import numpy_masked_lm
 from tests.models.numpy_bert import numpy_bert_forward, numpy_weights
@@ -49,14 +47,14 @@ def pretrainer():
     encoder = random_encoder()
     model = BertPretrainer(encoder)
     rng = np.random.default_rng(5)
-    for _, variable in model.head_weights():
+    for _, variable in pretraining_head_weights(model):
         variable.assign(rng.normal(0, 0.5, variable.shape).astype(np.float32))
     return model
 
 
 def test_outputs_match_googles_model_with_the_decoder_tied_to_the_word_embeddings(pretrainer):
     features = make_features()
-    heads = {name: v.numpy() for name, v in pretrainer.head_weights()}
+    heads = {name: v.numpy() for name, v in pretraining_head_weights(pretrainer)}
     expected = numpy_pretrainer(numpy_weights(pretrainer.encoder), heads, SMALL, features)
     outputs = pretrainer(features)
     assert set(outputs) == {"mlm_logits", "next_sentence_logits"}
@@ -68,7 +66,7 @@ def test_only_the_heads_small_weights_are_added(pretrainer):
     h, v = SMALL.hidden_size, SMALL.vocab_size
     heads = h * h + h + 2 * h + v + 2 * h + 2
     assert pretrainer.count_params() == pretrainer.encoder.count_params() + heads
-    assert [name for name, _ in pretrainer.head_weights()] == [
+    assert [name for name, _ in pretraining_head_weights(pretrainer)] == [
         "cls/predictions/transform/dense/kernel", "cls/predictions/transform/dense/bias",
         "cls/predictions/transform/LayerNorm/gamma", "cls/predictions/transform/LayerNorm/beta",
         "cls/predictions/output_bias", "cls/seq_relationship/output_weights",
@@ -107,41 +105,3 @@ def test_heads_stay_float32_under_mixed_precision():
     outputs = model(make_features())
     assert outputs["mlm_logits"].dtype == tf.float32
     assert outputs["next_sentence_logits"].dtype == tf.float32
-
-
-def test_loads_the_cls_weights_of_a_google_checkpoint(tmp_path):
-    source = random_encoder(seed=7)
-    heads = random_heads()
-    prefix = write_google_checkpoint(str(tmp_path / "google"), {**google_arrays(source), **heads})
-    model = BertPretrainer(BertEncoder(SMALL))
-    loaded = model.load_checkpoint(prefix)
-    assert sorted(loaded) == sorted(heads)
-    features = make_features(seed=3)
-    expected = numpy_pretrainer(numpy_weights(source), heads, SMALL, features)
-    assert_outputs_close(model(features), expected, atol=2e-4)
-
-
-def test_checkpoint_without_heads_keeps_them_and_says_so(tmp_path, caplog):
-    prefix = write_google_checkpoint(str(tmp_path / "bare"), google_arrays(random_encoder(seed=8)))
-    model = BertPretrainer(BertEncoder(SMALL))
-    before = [v.numpy() for _, v in model.head_weights()]
-    with caplog.at_level(logging.WARNING, logger="bert_tf.models"):
-        assert model.load_checkpoint(prefix) == []
-    assert "has no pre-training heads" in caplog.text
-    for old, (_, new) in zip(before, model.head_weights()):
-        np.testing.assert_array_equal(old, new.numpy())
-    with pytest.raises(CheckpointMismatchError, match="cls/seq_relationship/output_weights"):
-        model.load_checkpoint(prefix, require_heads=True)
-
-
-def test_checkpoint_with_some_heads_changes_nothing(tmp_path):
-    heads = random_heads()
-    del heads["cls/predictions/output_bias"]
-    prefix = write_google_checkpoint(str(tmp_path / "partial"),
-                                     {**google_arrays(random_encoder(seed=9)), **heads})
-    model = BertPretrainer(BertEncoder(SMALL))
-    before = model.get_weights()
-    with pytest.raises(CheckpointMismatchError, match="cls/predictions/output_bias"):
-        model.load_checkpoint(prefix)
-    for old, new in zip(before, model.get_weights()):
-        np.testing.assert_array_equal(old, new)

@@ -5,7 +5,7 @@ import tensorflow as tf
 
 from bert_tf.metrics.squad_postprocess import decode_answer
 from bert_tf.models.bert_span_labeler import PADDING_LOGIT, BertSpanLabeler
-from tests.harness import assert_outputs_close
+from tests.harness import assert_outputs_close, check_task_model
 from tests.models.head_fixtures import (
     TINY, ToyPreprocessor, dense_numpy, encoder_inputs, fit_losses, save_and_load, tiny_encoder)
 
@@ -39,16 +39,8 @@ def test_no_answer_position_cls_is_never_masked(labeler):
     assert outputs["end_logits"][0, 0] > PADDING_LOGIT
 
 
-def test_xla_matches_eager(labeler):
-    assert_outputs_close(tf.function(labeler, jit_compile=True)(INPUTS), labeler(INPUTS),
-                         atol=1e-5)
-
-
-def test_keras_file_round_trip(labeler, tmp_path):
-    restored = save_and_load(labeler, tmp_path)
-    assert isinstance(restored, BertSpanLabeler)
-    assert restored.get_config() == labeler.get_config()
-    assert_outputs_close(restored(INPUTS), labeler(INPUTS), atol=0)
+def test_xla_keras_file_and_checkpoint_round_trips(labeler):
+    check_task_model(labeler, INPUTS)
 
 
 def test_fit_learns_to_point_at_marked_tokens():

@@ -4,9 +4,9 @@ import pytest
 import tensorflow as tf
 
 from bert_tf.models.bert_token_classifier import BertTokenClassifier
-from tests.harness import assert_outputs_close
+from tests.harness import assert_outputs_close, check_task_model
 from tests.models.head_fixtures import (
-    TINY, ToyPreprocessor, dense_numpy, encoder_inputs, fit_losses, save_and_load, tiny_encoder)
+    TINY, ToyPreprocessor, dense_numpy, encoder_inputs, fit_losses, tiny_encoder)
 
 INPUTS = encoder_inputs(np.arange(3, 3 + 2 * 7).reshape(2, 7), lengths=[7, 4])
 
@@ -23,22 +23,18 @@ def test_logits_are_a_dense_layer_on_every_token(tagger):
     np.testing.assert_allclose(logits, dense_numpy(tagger.classifier, sequence), atol=1e-6)
 
 
-def test_xla_matches_eager(tagger):
-    assert_outputs_close(tf.function(tagger, jit_compile=True)(INPUTS), tagger(INPUTS),
-                         atol=1e-5)
+def test_xla_keras_file_and_checkpoint_round_trips(tagger):
+    check_task_model(tagger, INPUTS)
 
 
-def test_keras_file_round_trip_with_preprocessor(tmp_path):
+def test_round_trips_with_preprocessor():
     preprocessor = ToyPreprocessor()
     tagger = BertTokenClassifier(tiny_encoder(), num_classes=3, dropout_rate=0.0,
                                  preprocessor=preprocessor)
     texts = tf.constant(["John lives in Berlin", "Hi"])
-    logits = tagger(texts)["logits"]
-    assert_outputs_close(logits, tagger(preprocessor(texts))["logits"], atol=0)
-    restored = save_and_load(tagger, tmp_path)
-    assert isinstance(restored, BertTokenClassifier) and restored.num_classes == 3
-    assert_outputs_close(restored(texts)["logits"], logits, atol=0)
-    assert_outputs_close(restored(INPUTS), tagger(INPUTS), atol=0)
+    assert_outputs_close(tagger(texts)["logits"], tagger(preprocessor(texts))["logits"], atol=0)
+    restored = check_task_model(tagger, INPUTS, raw_inputs=texts, xla=False)
+    assert restored.num_classes == 3
 
 
 def test_fit_with_ignored_padding_labels():
