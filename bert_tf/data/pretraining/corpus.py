@@ -73,15 +73,16 @@ class CorpusStatistics:
         return "\n".join(lines)
 
 
-def read_document_chunks(files, max_chunk_bytes, statistics):
+def read_document_chunks(files, max_chunk_bytes, statistics, read_lines=None):
     """Yields the documents of `files` in chunks: lists of documents, each a list of its
     stripped, non-empty lines (str), with at least `max_chunk_bytes` of text per chunk except
     the last. Counts into `statistics` as it reads; a file that cannot be read is an
-    `InputFileError` naming it."""
+    `InputFileError` naming it. `read_lines(path, statistics)` yields a file's `(line, size)`
+    (default `utf8_lines`; `bert_tf.data.tfds.pretraining_text` reads TFDS shards)."""
     chunk, chunk_bytes = [], 0
     for path in files:
         document = []
-        for line, size in utf8_lines(path, statistics):
+        for line, size in (read_lines or utf8_lines)(path, statistics):
             line = line.strip()  # Python's strip(), as the original: Unicode whitespace too.
             if line:
                 document.append(line)

@@ -61,7 +61,8 @@ _plain = tf.autograph.experimental.do_not_convert
 def dynamic_masking_dataset(files, global_batch_size, max_seq_length, max_predictions_per_seq,
                             input_context=None, seed=0, start_step=0, *, tokenizer,
                             next_sentence=True, masked_lm_prob=MASKED_LM_PROB,
-                            whole_word_mask=False, shuffle_buffer=_SHUFFLE_BUFFER_PAIRS):
+                            whole_word_mask=False, shuffle_buffer=_SHUFFLE_BUFFER_PAIRS,
+                            read_lines=None):
     """An endless stream of per-replica pre-training batches made from text `files`.
 
     Args:
@@ -77,6 +78,9 @@ def dynamic_masking_dataset(files, global_batch_size, max_seq_length, max_predic
         single segments (RoBERTa).
       masked_lm_prob, whole_word_mask: as `create_pretraining_data.py`'s flags.
       shuffle_buffer: pairs shuffled across.
+      read_lines: a file's lines as a dataset of strings, from its path (a string tensor);
+        default `tf.data.TextLineDataset` (`bert_tf.data.tfds.pretraining_text` reads TFDS
+        shards).
     """
     min_length = 5 if next_sentence else 3
     if max_seq_length < min_length:
@@ -103,7 +107,8 @@ def dynamic_masking_dataset(files, global_batch_size, max_seq_length, max_predic
 
     @_plain
     def units_of_file(file_index, path):
-        segments = _segments(_sentences(path, file_index, tokenizer), segment_length)
+        segments = _segments(_sentences(path, file_index, tokenizer, read_lines),
+                             segment_length)
         return _pairs(segments) if next_sentence else segments
 
     units = indexed_files.interleave(
@@ -143,10 +148,10 @@ def dynamic_masking_dataset(files, global_batch_size, max_seq_length, max_predic
     return batches.prefetch(tf.data.AUTOTUNE)
 
 
-def _sentences(path, file_index, tokenizer):
+def _sentences(path, file_index, tokenizer, read_lines=None):
     """`(document key, word-piece ids)` of the non-blank, valid-UTF-8 lines with tokens of a
     file, in order."""
-    lines = tf.data.TextLineDataset(path)
+    lines = read_lines(path) if read_lines else tf.data.TextLineDataset(path)
     lines = lines.filter(_plain(lambda line: tf.equal(
         tf.strings.unicode_transcode(line, "UTF-8", "UTF-8", errors="replace"), line)))
 

@@ -48,7 +48,7 @@ _worker_processor = None  # the _ChunkProcessor of a worker process
 def write_pretraining_data(input_files, output_files, vocab_file, do_lower_case,
                            random_seed=12345, num_workers=None,
                            max_chunk_bytes=DEFAULT_CHUNK_BYTES, gzip=False,
-                           progress_stream=sys.stderr, **instance_options):
+                           progress_stream=sys.stderr, read_lines=None, **instance_options):
     """Writes the instances of `input_files` to `output_files`; returns `CorpusStatistics`.
 
     Args:
@@ -60,6 +60,7 @@ def write_pretraining_data(input_files, output_files, vocab_file, do_lower_case,
         max_chunk_bytes: text per chunk (see `corpus`).
         gzip: GZIP-compress the records (`tf.data.TFRecordDataset(files, "GZIP")` reads them).
         progress_stream: where progress goes (None: nowhere).
+        read_lines: how a file's lines are read (see `read_document_chunks`; default text).
         **instance_options: `PretrainingInstanceBuilder` arguments (max_seq_length,
             max_predictions_per_seq, masked_lm_prob, short_seq_prob, whole_word_mask,
             dupe_factor).
@@ -86,7 +87,7 @@ def write_pretraining_data(input_files, output_files, vocab_file, do_lower_case,
         statistics.merge(chunk_statistics)
         progress.update(statistics.instances, bytes_done)
 
-    chunks = read_document_chunks(input_files, max_chunk_bytes, statistics)
+    chunks = read_document_chunks(input_files, max_chunk_bytes, statistics, read_lines)
     try:
         if num_workers == 0:
             processor = _ChunkProcessor(*settings)
