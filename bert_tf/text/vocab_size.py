@@ -1,0 +1,39 @@
+"""Does a model config's `vocab_size` fit its vocabulary file?
+
+A config with fewer ids than the vocabulary has tokens cannot embed the last ones (a lookup
+past the table's end: NaNs or a crash deep inside training); that is an error. A config with
+more ids than tokens only leaves embedding rows unused: vocabularies are sometimes padded to a
+round size for the accelerator, so that is a one-line warning.
+
+Example:
+    >>> check_vocab_size(BertConfig.from_json_file("bert_config.json"), "vocab.txt",
+    ...                  config_file="bert_config.json")
+    30522
+"""
+
+import logging
+
+from bert_tf.text.vocab import load_vocab
+
+logger = logging.getLogger("bert_tf.text")
+
+
+def check_vocab_size(config, vocab_file, config_file=None):
+    """Checks `config.vocab_size` against the tokens of `vocab_file`; returns their number.
+
+    Raises ValueError naming both when the config has fewer ids than the file has tokens;
+    logs a warning when it has more. `config_file` names the config in the messages.
+    """
+    num_tokens = len(load_vocab(vocab_file))
+    config_name = config_file or "the model config"
+    if config.vocab_size < num_tokens:
+        raise ValueError(
+            f"{config_name}: vocab_size {config.vocab_size} is smaller than the {num_tokens} "
+            f"tokens of {vocab_file}; the ids of the last {num_tokens - config.vocab_size} "
+            f"tokens have no embedding (use the config that belongs to this vocabulary)")
+    if config.vocab_size > num_tokens:
+        logger.warning("%s: vocab_size %d is larger than the %d tokens of %s; the last %d "
+                       "embedding rows are never used (padded vocabularies do this)",
+                       config_name, config.vocab_size, num_tokens, vocab_file,
+                       config.vocab_size - num_tokens)
+    return num_tokens
