@@ -51,6 +51,9 @@ def write_pretraining_data(input_files, output_files, vocab_file, do_lower_case,
                            progress_stream=sys.stderr, read_lines=None, **instance_options):
     """Writes the instances of `input_files` to `output_files`; returns `CorpusStatistics`.
 
+    Input that gives no instance at all (empty files, only blank lines or characters without
+    tokens) is a ValueError naming the files, and no output file is left behind.
+
     Args:
         input_files: text files (one sentence per line, blank lines between documents).
         output_files: TFRecord files, written round-robin (more files: smaller shards).
@@ -111,6 +114,15 @@ def write_pretraining_data(input_files, output_files, vocab_file, do_lower_case,
         for writer in writers:
             writer.close()
         progress.close(statistics.instances, statistics.bytes)
+    if not statistics.instances:
+        # Empty record files would only fail later, in run_pretraining, far from the cause.
+        for path in output_files:
+            tf.io.gfile.remove(path)
+        shown = ", ".join(input_files[:3]) + (f" and {len(input_files) - 3} more files"
+                                              if len(input_files) > 3 else "")
+        raise ValueError(f"{shown or 'the input'}: no text to make pre-training instances from "
+                         f"({statistics.lines:,} lines, {statistics.bytes:,} bytes, "
+                         f"{statistics.documents:,} documents with tokens); nothing written")
     return statistics
 
 

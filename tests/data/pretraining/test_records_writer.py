@@ -4,6 +4,7 @@ chunks, determinism and the counting of skipped input (parallel workers: tests/t
 import glob
 import io
 import os
+import re
 
 import numpy as np
 import pytest
@@ -128,6 +129,20 @@ def test_skipped_lines_and_empty_documents_are_counted(corpus, tmp_path):
     last_line = progress.getvalue().splitlines()[-1]
     assert last_line.startswith("create_pretraining_data: 100.0% of 0.0 MB read, ")
     assert f" {statistics.instances:,} instances (" in last_line
+
+
+@pytest.mark.parametrize("content", [b"", b"\n \n\t\n", b"\x01\x02\n\n\x03\n"],
+                         ids=["empty", "blank_lines", "no_tokens"])
+def test_input_without_instances_is_an_error_naming_it(corpus, tmp_path, content):
+    text = tmp_path / "nothing.txt"
+    text.write_bytes(content)
+    lines = content.count(b"\n")
+    message = (f"^{re.escape(str(text))}: no text to make pre-training instances from "
+               f"\\({lines} lines, {len(content)} bytes, 0 documents with tokens\\); "
+               f"nothing written$")
+    with pytest.raises(ValueError, match=message):
+        write(corpus, ["out-0.tfrecord", "out-1.tfrecord"], inputs=[str(text)])
+    assert not glob.glob(str(corpus["dir"] / "out-*"))
 
 
 def test_vocabulary_without_mask_is_an_error(corpus, tmp_path):
