@@ -13,7 +13,8 @@ LayerNorm and biases), linear warmup over `warmup_proportion` of the steps then 
 * A Keras progress bar; TensorBoard scalars (loss, metrics, learning rate) in `output_dir/train`.
 * `predict` over dynamically padded batches, per-token outputs padded back to `max_seq_length`.
 
-One Keras "epoch" of `fit` is one checkpoint period, so the bar reads "Epoch k/N" per period.
+`fit` runs one Keras "epoch" of all the steps left, checkpointing every `steps_per_checkpoint`
+steps inside it, so the progress bar counts the real steps and its ETA is for the whole run.
 
 Example:
     >>> tuner = FineTuner(classifier, "/tmp/sst2", loss=losses, num_train_steps=2000,
@@ -23,7 +24,6 @@ Example:
 """
 
 import logging
-import math
 
 import keras
 import numpy as np
@@ -47,26 +47,24 @@ def fine_tuning_optimizer(model, learning_rate, num_train_steps, warmup_proporti
                             clip_norm, summed_by_train_step=False)
 
 
-class _StopAtStep(keras.callbacks.Callback):
-    """Ends `fit` after the optimizer's `last_step`, mid-period if need be."""
+class _SaveEverySteps(keras.callbacks.Callback):
+    """Saves a checkpoint every `steps` optimizer steps, and at the end of training."""
 
-    def __init__(self, last_step):
-        super().__init__()
-        self.last_step = last_step
-
-    def on_train_batch_end(self, batch, logs=None):
-        if int(keras.ops.convert_to_numpy(self.model.optimizer.iterations)) >= self.last_step:
-            self.model.stop_training = True
-
-
-class _SaveEveryPeriod(keras.callbacks.Callback):
-    def __init__(self, manager):
+    def __init__(self, manager, steps):
         super().__init__()
         self.manager = manager
+        self.steps = steps
 
-    def on_epoch_end(self, epoch, logs=None):
-        step = int(keras.ops.convert_to_numpy(self.model.optimizer.iterations))
-        self.manager.save(checkpoint_number=step)
+    def _step(self):
+        return int(keras.ops.convert_to_numpy(self.model.optimizer.iterations))
+
+    def on_train_batch_end(self, batch, logs=None):
+        if self._step() % self.steps == 0:
+            self.manager.save(checkpoint_number=self._step())
+
+    def on_train_end(self, logs=None):
+        if self._step() % self.steps:
+            self.manager.save(checkpoint_number=self._step())
 
 
 class FineTuner:
@@ -134,12 +132,12 @@ class FineTuner:
         if start_step >= self.num_train_steps:
             logger.info("%s is already trained (%d steps)", self.output_dir, start_step)
             return None
-        periods = math.ceil(self.num_train_steps / self.steps_per_checkpoint)
-        callbacks = [_StopAtStep(self.num_train_steps), _SaveEveryPeriod(self.manager),
+        callbacks = [_SaveEverySteps(self.manager, self.steps_per_checkpoint),
                      ScalarSummaries(self.output_dir)]
-        return self.model.fit(dataset_fn(start_step), epochs=periods,
-                              initial_epoch=start_step // self.steps_per_checkpoint,
-                              steps_per_epoch=self.steps_per_checkpoint, callbacks=callbacks,
+        # One pass of the steps left: the progress bar's total and ETA are the real count.
+        return self.model.fit(dataset_fn(start_step), epochs=1,
+                              steps_per_epoch=self.num_train_steps - start_step,
+                              callbacks=callbacks,
                               shuffle=False,  # the dataset is shuffled (and resumable) already
                               verbose=verbose)
 
