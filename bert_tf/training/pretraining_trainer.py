@@ -13,6 +13,7 @@ from bert_tf.checkpoints import (checkpoint_manager, pretraining_head_weights, r
 from bert_tf.models.bert_encoder import BertEncoder
 from bert_tf.models.bert_pretrainer import BertPretrainer
 from bert_tf.training import distribution
+from bert_tf.training.mixed_precision import MIXED_PRECISION
 from bert_tf.training.optimizers import create_optimizer
 from bert_tf.training.pretraining_objective import (STATISTICS, pretraining_loss,
                                                     pretraining_metrics, pretraining_statistics)
@@ -21,7 +22,6 @@ from bert_tf.training.summaries import write_scalars
 
 logger = logging.getLogger("bert_tf.training")
 
-MIXED_PRECISION = {"float32": None, "bfloat16": "mixed_bfloat16", "float16": "mixed_float16"}
 
 class PretrainingTrainer:
     """Trains a `BertPretrainer` with a custom, distributed, optionally XLA-compiled step.
