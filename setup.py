@@ -56,6 +56,10 @@ setup(
         "absl-py",
         "numpy",
         "safetensors",
+        "tensorflow-datasets",
+        # tensorflow-datasets (4.9.10) imports it for catalog builders such as squad, but
+        # declares it only for Python < 3.9.
+        "importlib_resources",
     ],
     extras_require={
         "test": ["pytest", "tokenizers"],
