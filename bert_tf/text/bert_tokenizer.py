@@ -151,7 +151,9 @@ class BertTokenizer(tf.Module):
     def _tokenize_graph(self, texts, with_offsets, by_word):
         if not self.special_tokens_in_strings:
             return self._tokenize_text(texts, with_offsets, by_word)
-        # The text between special tokens is tokenized on its own, as Hugging Face does.
+        # The text between special tokens is tokenized on its own, as Hugging Face does. The
+        # cutting and joining cost about 45 % more time per batch (Gutenberg lines in batches
+        # of 4096: 25 instead of 36 MB/s, tokenize_to_pieces, 2 shared cores).
         cut = cut_at_special_tokens(texts, self._special_ids)
         return cut.join(self._tokenize_text(cut.segments, with_offsets, by_word))
 
