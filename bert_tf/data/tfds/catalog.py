@@ -42,6 +42,14 @@ def prepared_builder(tfds_name, data_dir=None):
     return builder
 
 
+def resolve_split(builder, split):
+    """`split`, except "validation" for a dataset that calls its validation split "dev"
+    (conll2003): the tools' default evaluation split fits both."""
+    if split == "validation" and split not in builder.info.splits and "dev" in builder.info.splits:
+        return "dev"
+    return split
+
+
 def check_split(builder, split):
     """Raises `TfdsInputError` unless `builder`'s dataset has the split `split` (a plain name
     or a slice such as "train[:10%]")."""

@@ -10,14 +10,14 @@ shuffled and drops the `-DOCSTART-` lines: sentences come in stored order, none 
 document, and `first_line` is the sentence's position in the split.
 
 Example:
-    >>> sentences, labels = read_conll_tfds("conll2003", "dev", "~/tensorflow_datasets")
-    >>> len(sentences), labels[:3], sentences[0].rows[0]
-    (3250, ['O', 'B-PER', 'I-PER'], ['CRICKET', 'NNP', 'B-NP', 'O'])
+    >>> sentences, labels, where = read_conll_tfds("conll2003", "validation", data_dir=None)
+    >>> len(sentences), labels[:3], where, sentences[0].rows[0]
+    (3250, ['O', 'B-PER', 'I-PER'], 'conll2003/conll2003:dev', ['word', 'POS', 'chunk', 'tag'])
 """
 
 from bert_tf.data.tasks.conll import Sentence
 from bert_tf.data.tfds.catalog import (TfdsInputError, class_names, examples, prepared_builder,
-                                       split_label)
+                                       resolve_split, split_label)
 
 # The columns of a row, after the word: ClassLabel sequences, in CoNLL-2003's column order.
 _TAG_COLUMNS = ("pos", "chunks", "ner")
@@ -28,6 +28,7 @@ def read_conll_tfds(tfds_name, split, data_dir):
     order, the `ner` class names, and "name:split" for messages. Raises `TfdsInputError` for a
     dataset without `tokens` and `ner`."""
     builder = prepared_builder(tfds_name, data_dir)
+    split = resolve_split(builder, split)
     where = split_label(builder, split)
     missing = [name for name in ("tokens", "ner") if name not in builder.info.features]
     if missing:

@@ -19,13 +19,14 @@ def rows(sentences):
     return collections.Counter(tuple(map(tuple, sentence.rows)) for sentence in sentences)
 
 
-@pytest.mark.parametrize("split,file_name", [("train", "train.txt"), ("dev", "valid.txt")])
+# "validation" reads conll2003's "dev": the tools' default evaluation split.
+@pytest.mark.parametrize("split,file_name", [("train", "train.txt"), ("validation", "valid.txt")])
 def test_same_sentences_as_the_file_reader(tmp_path_factory, split, file_name):
     data_dir = prepared_data_dir(tmp_path_factory, "conll2003", "conll2003")
     sentences, labels, where = read_conll_tfds("conll2003", split, data_dir)
     from_file = conll.read_conll(shared_data_path(f"conll2003/{file_name}"))
-    assert where == f"conll2003/conll2003:{split}"
-    assert len(sentences) == len(from_file) == {"train": 14041, "dev": 3250}[split]
+    assert where == f"conll2003/conll2003:{split.replace('validation', 'dev')}"
+    assert len(sentences) == len(from_file) == {"train": 14041, "validation": 3250}[split]
     # TFDS stores sentences shuffled: the same multiset of sentences, every column equal.
     assert rows(sentences) == rows(from_file)
     assert labels == NER_TAGS
