@@ -68,6 +68,7 @@ def test_ids_equal_hugging_face_on_special_tokens_in_every_position(pair):
     # Not a vacuous comparison: the special ids are really there, and [cls] is not one.
     assert expected[0][0] == tokenizer.token_id("[CLS]") and expected[0].count(102) == 2
     assert tokenizer.token_id("[CLS]") not in expected[HANDWRITTEN.index("[cls] [Sep] [mask]")]
+    assert tokenizer.tokenize(tf.constant([], tf.string)).to_list() == []
 
 
 def test_offsets_equal_hugging_face_and_each_special_token_is_a_word(pair):
