@@ -63,12 +63,12 @@ def glue_task_for_tfds(tfds_name):
 
 
 def glue_tfds_splits(task, mode, split=None):
-    """The TFDS splits `mode` ("train", "eval", "predict") reads: `split` when given (a
-    comma-separated list), else TFDS's `train` / `validation` / `test` (MNLI: its matched and
-    mismatched validation and test splits)."""
-    if split:
-        return tuple(name.strip() for name in split.split(",") if name.strip())
-    return (_MNLI_SPLITS if task.name == "MNLI" else _SPLITS)[mode]
+    """The TFDS splits `mode` ("train", "eval", "predict") reads: `split` (a comma-separated
+    list), by default TFDS's `train` / `validation` / `test`; for MNLI, `validation` and `test`
+    (or no split) mean its matched and mismatched splits."""
+    if not split or (task.name == "MNLI" and split == _SPLITS[mode][0]):
+        return (_MNLI_SPLITS if task.name == "MNLI" else _SPLITS)[mode]
+    return tuple(name.strip() for name in split.split(",") if name.strip())
 
 
 def tfds_class_ids(names, task, tfds_name):

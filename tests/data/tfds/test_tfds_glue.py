@@ -64,6 +64,9 @@ def test_splits_per_mode():
     mnli, sst2 = glue_task_for_tfds("glue/mnli"), glue_task_for_tfds("glue/sst2")
     assert glue_tfds_splits(mnli, "eval") == ("validation_matched", "validation_mismatched")
     assert glue_tfds_splits(mnli, "predict") == ("test_matched", "test_mismatched")
+    assert glue_tfds_splits(mnli, "eval", "validation") == glue_tfds_splits(mnli, "eval")
+    assert glue_tfds_splits(mnli, "eval", "validation_mismatched") == ("validation_mismatched",)
+    assert glue_tfds_splits(sst2, "predict", "test") == ("test",)
     assert glue_tfds_splits(sst2, "eval") == ("validation",)
     assert glue_tfds_splits(sst2, "train", "train[:10%]") == ("train[:10%]",)
     assert glue_task_for_tfds("glue/stsb").is_regression
