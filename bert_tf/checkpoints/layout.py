@@ -187,20 +187,25 @@ class ObjectGraph:
         return self.reader.get_tensor(key)
 
 
-def encoder_variable_paths(encoder):
-    """`{google_name: object path}` of each encoder weight in this layout, e.g.
-    `("encoder", "embeddings", "word_embeddings")`."""
+def variable_paths(checkpoint, variables):
+    """`[object path or None]` of each of `variables` in `checkpoint`'s object graph, e.g.
+    `("encoder", "embeddings", "word_embeddings")`; None for a variable the graph does not
+    track (Keras keeps dropout's random-number state in variables no layer tracks)."""
     from tensorflow.python.checkpoint import graph_view
-    root = tf.train.Checkpoint(**{ENCODER_KEY: encoder})
-    objects, paths = graph_view.ObjectGraphView(root).breadth_first_traversal()
+    objects, paths = graph_view.ObjectGraphView(checkpoint).breadth_first_traversal()
     path_by_id = {id(obj): tuple(ref.name for ref in paths[obj]) for obj in objects}
-    result = {}
-    for name, variable in names_lib.encoder_weights(encoder):
-        path = path_by_id.get(id(variable)) or path_by_id.get(id(getattr(variable, "value", None)))
-        if path is None:  # pragma: no cover - Keras stopped tracking its variables
-            raise RuntimeError(f"{name} is not tracked by tf.train.Checkpoint")
-        result[name] = path
-    return result
+    # A Keras 3 variable is tracked itself or through the tf.Variable it wraps.
+    return [path_by_id.get(id(variable)) or path_by_id.get(id(getattr(variable, "value", None)))
+            for variable in variables]
+
+
+def encoder_variable_paths(encoder):
+    """`{google_name: object path}` of each encoder weight in this layout."""
+    names, variables = zip(*names_lib.encoder_weights(encoder))
+    paths = variable_paths(tf.train.Checkpoint(**{ENCODER_KEY: encoder}), variables)
+    if None in paths:  # pragma: no cover - Keras stopped tracking its variables
+        raise RuntimeError(f"{names[paths.index(None)]} is not tracked by tf.train.Checkpoint")
+    return dict(zip(names, paths))
 
 
 @functools.lru_cache(maxsize=8)

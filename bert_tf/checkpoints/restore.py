@@ -96,16 +96,26 @@ def _task_model_graph(fmt, resolved):
 
 
 def _restore_task_model(model, fmt, resolved, model_name):
-    _task_model_graph(fmt, resolved)
-    # The optimizer's slots and counters, if saved, are not needed: only the model's own
-    # variables must all be found.
-    status = layout.training_checkpoint(model.encoder, task_model=model).read(resolved)
-    try:
-        status.expect_partial().assert_existing_objects_matched()
-    except AssertionError as error:
-        raise ValueError(f"{resolved}: its `{layout.TASK_MODEL_KEY}` does not match a "
-                         f"{model_name} with this config: {error}") from None
-    return RestoreReport(format=fmt, source=resolved, loaded=len(model.weights), heads=[],
+    graph = _task_model_graph(fmt, resolved)
+    # Every variable of the model is looked up (and its shape compared) before any is
+    # assigned, so that a checkpoint of another task or config leaves the model unchanged.
+    # The optimizer's slots and counters, if saved, are not needed.
+    paths = layout.variable_paths(layout.training_checkpoint(model.encoder, task_model=model),
+                                  model.weights)
+    tracked = [(variable, "/".join(path), graph.key(path))
+               for variable, path in zip(model.weights, paths) if path is not None]
+    missing = [name for _, name, key in tracked if key is None]
+    mismatched = [(name, tuple(variable.shape), tuple(graph.shapes[key]))
+                  for variable, name, key in tracked
+                  if key is not None and tuple(graph.shapes[key]) != tuple(variable.shape)]
+    if missing or mismatched:
+        raise loading.CheckpointMismatchError(
+            missing, mismatched, source=resolved,
+            hint=f"Its `{layout.TASK_MODEL_KEY}` does not match a {model_name} with this config.")
+    loaded = loading.assign_weights([(variable, name) for variable, name, _ in tracked],
+                                    {name: graph.array(key) for _, name, key in tracked},
+                                    source=resolved)
+    return RestoreReport(format=fmt, source=resolved, loaded=len(loaded), heads=[],
                          heads_loaded=[], unused=[])
 
 

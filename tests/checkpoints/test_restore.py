@@ -106,8 +106,16 @@ def test_a_task_model_loads_with_its_number_of_classes(tmp_path):
     assert_same_weights(loaded.encoder, classifier.encoder)
     with pytest.raises(ValueError, match="5 classes, but 3 were asked for"):
         load_model(str(tmp_path), BertClassifier, num_classes=3)
-    with pytest.raises(ValueError, match="does not match a BertSpanLabeler"):
-        load_model(str(tmp_path), BertSpanLabeler)
+    # Another task's model: every difference listed, nothing assigned.
+    labeler = BertSpanLabeler(random_encoder(seed=6))
+    before = labeler.get_weights()
+    with pytest.raises(CheckpointMismatchError) as error:
+        restore_weights(labeler, str(tmp_path))
+    message = str(error.value)
+    assert "2 missing, 0 with the wrong shape" in message
+    assert "model/span_logits/bias" in message and "does not match a BertSpanLabeler" in message
+    for old, new in zip(before, labeler.get_weights()):
+        np.testing.assert_array_equal(old, new)
     # Its encoder alone is what a fine-tuning job initialised from it restores.
     encoder = random_encoder(seed=3)
     assert restore_weights(encoder, str(tmp_path)).loaded == 39
