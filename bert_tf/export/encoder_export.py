@@ -25,7 +25,7 @@ returns `sequence_output`, `pooled_output`, `default` and `encoder_outputs_0` ..
 `mlm_logits`.
 
 Example:
-    >>> export_encoder("/tmp/bert/1", load_encoder("converted_dir"), "vocab.txt", True)
+    >>> export_encoder("/tmp/bert/1", load_model("converted_dir"), "vocab.txt", True)
     >>> encoder = tf.saved_model.load("/tmp/bert/1")
     >>> encoder({"input_word_ids": ids, "input_mask": mask, "input_type_ids": types},
     ...         training=False)["pooled_output"]
