@@ -47,6 +47,9 @@ OPTIMIZER_KEY = "optimizer"
 STEP_KEY = "global_step"
 DROPOUT_RNG_KEY = "dropout_rng"
 CHECKPOINT_NAME = "ckpt"
+# Beside the checkpoints: what makes a directory complete for every tool's --init_checkpoint.
+CONFIG_FILE = "bert_config.json"
+VOCAB_FILE = "vocab.txt"
 
 
 def training_checkpoint(encoder, heads=None, task_model=None, optimizer=None, step=None,

@@ -30,6 +30,7 @@ GOOGLE = "google"            # TF1 checkpoint with Google's variable names (bert
 HUGGING_FACE = "huggingface"  # model.safetensors (+ config.json)
 BERT_TF = "bert_tf"          # this package's tf.train.Checkpoint(encoder=...)
 FORMATS = (GOOGLE, HUGGING_FACE, BERT_TF)
+HUGGING_FACE_CONFIG_FILE = "config.json"
 
 _PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".pkl", ".pickle")
 
@@ -113,7 +114,7 @@ def detect_format(path):
         if base.endswith(".index") or ".data-" in base:
             prefix = path[:-len(".index")] if base.endswith(".index") else path.split(".data-")[0]
             return _tf_checkpoint_format(prefix), prefix
-        if base == "config.json" or base == "bert_config.json":
+        if base in (layout.CONFIG_FILE, HUGGING_FACE_CONFIG_FILE):
             return _detect_in_directory(os.path.dirname(path) or ".")
         raise UnsupportedCheckpointError(
             f"{path} is not a checkpoint bert_tf reads (a TF checkpoint prefix, "
@@ -161,7 +162,7 @@ def read_config(path, bert_config_file=None):
         return BertConfig.from_json_file(bert_config_file)
     fmt, resolved = detect_format(path)
     directory = os.path.dirname(resolved) or "."
-    candidates = ["bert_config.json", "config.json"]
+    candidates = [layout.CONFIG_FILE, HUGGING_FACE_CONFIG_FILE]
     for name in candidates:
         config_path = os.path.join(directory, name)
         if os.path.isfile(config_path):
@@ -204,7 +205,7 @@ def vocab_beside_checkpoint(path, required=True):
         'converted_dir/vocab.txt'
     """
     _, resolved = detect_format(path)
-    vocab_file = os.path.join(os.path.dirname(resolved) or ".", "vocab.txt")
+    vocab_file = os.path.join(os.path.dirname(resolved) or ".", layout.VOCAB_FILE)
     if os.path.isfile(vocab_file):
         return vocab_file
     if required:

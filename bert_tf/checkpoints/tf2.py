@@ -79,8 +79,8 @@ def write_model_files(output_dir, config, vocab_file=None):
         >>> write_model_files("/tmp/finetuned", encoder.config, "converted/vocab.txt")
     """
     os.makedirs(output_dir, exist_ok=True)
-    config.to_json_file(os.path.join(output_dir, "bert_config.json"))
+    config.to_json_file(os.path.join(output_dir, layout.CONFIG_FILE))
     if vocab_file:
-        target = os.path.join(output_dir, "vocab.txt")
+        target = os.path.join(output_dir, layout.VOCAB_FILE)
         if os.path.abspath(vocab_file) != os.path.abspath(target):
             shutil.copyfile(vocab_file, target)
