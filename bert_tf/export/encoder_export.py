@@ -35,6 +35,7 @@ import tensorflow as tf
 from tensorflow.python.saved_model import save_context
 
 from bert_tf.export.keras_endpoint import keras_endpoint
+from bert_tf.export.serving_layout import make_world_readable
 from bert_tf.models.bert_encoder import INPUT_KEYS, BertEncoder
 from bert_tf.models.bert_pretrainer import BertPretrainer
 
@@ -129,3 +130,4 @@ def export_encoder(export_dir, model, vocab_file, do_lower_case):
                 **mlm_specs)
     root.serving_default = keras_endpoint(signatures["serving_default"])
     tf.saved_model.save(root, export_dir, signatures=signatures, options=SAVE_OPTIONS)
+    make_world_readable(export_dir)

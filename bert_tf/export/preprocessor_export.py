@@ -20,6 +20,7 @@ and later (linked with tensorflow-text 2.12.1) have.
 
 import tensorflow as tf
 
+from bert_tf.export.serving_layout import make_world_readable
 from bert_tf.text.bert_packer import BertPacker
 from bert_tf.text.bert_tokenizer import BertTokenizer
 
@@ -79,3 +80,4 @@ def export_preprocessor(output_dir, vocab_file, do_lower_case, seq_length=128,
     serving = tf.function(lambda text: module(text)).get_concrete_function(
         tf.TensorSpec([None], tf.string, name="text"))
     tf.saved_model.save(module, output_dir, signatures={"serving_default": serving})
+    make_world_readable(output_dir)

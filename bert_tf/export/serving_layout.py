@@ -13,30 +13,67 @@ Example:
 """
 
 import os
-import shutil
-import tempfile
+import uuid
 
 import tensorflow as tf
+
+# What a server running as another user needs to load a version: every directory listable
+# (rwxr-xr-x) and every file readable (rw-r--r--). TensorFlow creates them with the writer's
+# umask, e.g. 0700/0600 under umask 077, and a temporary directory is 0700 whatever the umask.
+DIRECTORY_MODE = 0o755
+FILE_MODE = 0o644
+
+
+def _is_local(path):
+    return "://" not in path  # gs://, s3://, ...: the store's own access control applies
+
+
+def make_world_readable(path):
+    """Makes the local directory tree `path` readable by every user (directories 0755, files
+    0644) and returns `path`; remote paths (gs://...) are left to their store's permissions.
+
+    Example:
+        >>> make_world_readable("/models/sst2/1")
+        '/models/sst2/1'
+    """
+    if not _is_local(path):
+        return path
+    os.chmod(path, DIRECTORY_MODE)
+    for directory, subdirectories, files in os.walk(path):
+        for name in subdirectories:
+            os.chmod(os.path.join(directory, name), DIRECTORY_MODE)
+        for name in files:
+            os.chmod(os.path.join(directory, name), FILE_MODE)
+    return path
 
 
 def _versions(base_path):
     """The numeric versions under `base_path` that hold a SavedModel."""
-    if not os.path.isdir(base_path):
+    if not tf.io.gfile.isdir(base_path):
         return []
-    return sorted(int(name) for name in os.listdir(base_path)
-                  if name.isdigit() and int(name) > 0
-                  and os.path.exists(os.path.join(base_path, name,
-                                                  tf.saved_model.SAVED_MODEL_FILENAME_PB)))
+    return sorted(int(name) for name in _numeric_names(base_path)
+                  if tf.io.gfile.exists(tf.io.gfile.join(
+                      base_path, str(int(name)), tf.saved_model.SAVED_MODEL_FILENAME_PB)))
+
+
+def _numeric_names(base_path):
+    # gfile lists the directories of a bucket with a trailing slash.
+    names = (name.rstrip("/") for name in tf.io.gfile.listdir(base_path))
+    return [name for name in names if name.isdigit() and int(name) > 0]
 
 
 def latest_version_dir(base_path):
     """The directory of the highest version under `base_path`, or None if it has none."""
     versions = _versions(base_path)
-    return os.path.join(base_path, str(versions[-1])) if versions else None
+    return tf.io.gfile.join(base_path, str(versions[-1])) if versions else None
 
 
 def write_version(base_path, write_savedmodel, version=None):
     """Writes a new version of the model under `base_path` and returns its directory.
+
+    Local or remote (`gs://...`, through `tf.io.gfile`). A local version directory, and
+    `base_path` if this call created it, are made readable by every user
+    (`make_world_readable`), so that a server running as another user can load them.
 
     Args:
         base_path: the model's base path (created if missing).
@@ -45,21 +82,26 @@ def write_version(base_path, write_savedmodel, version=None):
             for a new model). An existing version is never overwritten.
     """
     if version is None:
-        existing = [int(name) for name in os.listdir(base_path) if name.isdigit()] \
-            if os.path.isdir(base_path) else []
-        version = max(existing, default=0) + 1
+        existing = (_numeric_names(base_path) if tf.io.gfile.isdir(base_path) else [])
+        version = max((int(name) for name in existing), default=0) + 1
     if not isinstance(version, int) or version < 1:
         raise ValueError(f"The model version must be a positive integer, got {version!r}.")
-    final_dir = os.path.join(base_path, str(version))
-    if os.path.exists(final_dir):
+    final_dir = tf.io.gfile.join(base_path, str(version))
+    if tf.io.gfile.exists(final_dir):
         raise FileExistsError(f"{final_dir} already exists: version {version} of this model is "
                               f"taken; choose another version or base path.")
-    os.makedirs(base_path, exist_ok=True)
-    staging_dir = tempfile.mkdtemp(prefix=f".{version}-incomplete-", dir=base_path)
+    if not tf.io.gfile.isdir(base_path):
+        tf.io.gfile.makedirs(base_path)
+        if _is_local(base_path):
+            os.chmod(base_path, DIRECTORY_MODE)
+    staging_dir = tf.io.gfile.join(base_path, f".{version}-incomplete-{uuid.uuid4().hex[:12]}")
+    tf.io.gfile.makedirs(staging_dir)
     try:
         write_savedmodel(staging_dir)
-        os.rename(staging_dir, final_dir)
+        make_world_readable(staging_dir)
+        tf.io.gfile.rename(staging_dir, final_dir)
     except BaseException:
-        shutil.rmtree(staging_dir, ignore_errors=True)
+        if tf.io.gfile.exists(staging_dir):
+            tf.io.gfile.rmtree(staging_dir)
         raise
     return final_dir

@@ -36,6 +36,7 @@ import tensorflow as tf
 
 from bert_tf.export import example_signatures
 from bert_tf.export.keras_endpoint import keras_endpoint
+from bert_tf.export.serving_layout import make_world_readable
 from bert_tf.export.text_inputs import RawTextPacker
 from bert_tf.models.bert_classifier import BertClassifier
 from bert_tf.models.bert_multiple_choice import BertMultipleChoice
@@ -216,3 +217,4 @@ def export_task_model(export_dir, task, model, vocab_file, do_lower_case, seq_le
     example_signatures.set_method_names(export_dir, {
         key: key for key in (example_signatures.CLASSIFY, example_signatures.REGRESS)
         if key in signatures})
+    make_world_readable(export_dir)

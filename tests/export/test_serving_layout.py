@@ -1,10 +1,14 @@
-"""TF Serving's `<base>/<version>/` layout: numbering, atomic appearance, latest version."""
+"""TF Serving's `<base>/<version>/` layout: numbering, atomic appearance, latest version, and
+modes a server running as another user can read."""
 
 import os
+import stat
 
 import pytest
 
-from bert_tf.export import latest_version_dir, write_version
+from bert_tf import BertEncoder
+from bert_tf.export import export_encoder, export_preprocessor, latest_version_dir, write_version
+from tests.export.tiny_models import tiny_config, write_vocab
 
 
 def fake_savedmodel(path):
@@ -52,3 +56,47 @@ def test_latest_version_ignores_incomplete_and_other_directories(tmp_path):
     for name in ("2", "7", ".8-incomplete-x"):
         fake_savedmodel(str(base / name))
     assert latest_version_dir(str(base)) == os.path.join(str(base), "7")
+
+
+@pytest.fixture
+def private_umask():
+    """The umask of a locked-down account or service: nothing for group and others."""
+    previous = os.umask(0o077)
+    yield
+    os.umask(previous)
+
+
+def modes(top):
+    """{path relative to `top`: permission bits} of `top` and everything under it."""
+    found = {".": stat.S_IMODE(os.stat(top).st_mode)}
+    for directory, subdirectories, files in os.walk(top):
+        for name in subdirectories + files:
+            path = os.path.join(directory, name)
+            found[os.path.relpath(path, top)] = stat.S_IMODE(os.stat(path).st_mode)
+    return found
+
+
+def assert_world_readable(top):
+    found = modes(top)
+    assert "saved_model.pb" in found and "variables" in found, sorted(found)
+    for path, mode in found.items():
+        wanted = 0o755 if os.path.isdir(os.path.join(top, path)) else 0o644
+        assert mode == wanted, f"{path}: {oct(mode)}, wanted {oct(wanted)}"
+
+
+def test_versions_are_world_readable_whatever_the_umask(tmp_path, private_umask):
+    vocab_file = write_vocab(str(tmp_path))
+    base = str(tmp_path / "models" / "bert")
+    path = write_version(base, lambda directory: export_encoder(
+        directory, BertEncoder(tiny_config(num_hidden_layers=1)), vocab_file, True))
+    assert path == os.path.join(base, "1")
+    assert modes(base)["."] == 0o755   # created by write_version: servers list versions in it
+    assert_world_readable(path)
+    assert "assets/vocab.txt" in modes(path)
+
+
+def test_a_savedmodel_exported_directly_is_world_readable_too(tmp_path, private_umask):
+    vocab_file = write_vocab(str(tmp_path))
+    export_dir = str(tmp_path / "bert_preprocess")
+    export_preprocessor(export_dir, vocab_file, do_lower_case=True)
+    assert_world_readable(export_dir)
