@@ -35,10 +35,7 @@ class _Preprocessor(tf.Module):
                  special_tokens_in_strings):
         super().__init__(name="bert_preprocess")
         self.tokenizer = BertTokenizer(vocab_file, do_lower_case, special_tokens_in_strings)
-        self.packer = BertPacker(
-            seq_length, start_id=self.tokenizer.token_id("[CLS]"),
-            end_id=self.tokenizer.token_id("[SEP]"), pad_id=self.tokenizer.token_id("[PAD]"),
-            truncation=truncation)
+        self.packer = BertPacker.for_tokenizer(self.tokenizer, seq_length, truncation)
         # TF Hub's BERT models carry these two; consumers read them to build their tokenizer.
         self.vocab_file = tf.saved_model.Asset(vocab_file)
         self.do_lower_case = tf.Variable(bool(do_lower_case), trainable=False,

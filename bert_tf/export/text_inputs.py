@@ -49,9 +49,7 @@ class RawTextPacker:
 
     def __init__(self, vocab_file, do_lower_case, seq_length):
         self.tokenizer = BertTokenizer(vocab_file, do_lower_case)
-        self.packer = BertPacker(
-            seq_length, start_id=self.tokenizer.token_id("[CLS]"),
-            end_id=self.tokenizer.token_id("[SEP]"), pad_id=self.tokenizer.token_id("[PAD]"))
+        self.packer = BertPacker.for_tokenizer(self.tokenizer, seq_length)
         # Trimming depends only on segment lengths, so packing per-piece values with the same
         # packer settings puts each value at its token's position.
         self._aligned_packer = BertPacker(seq_length, start_id=NOT_A_TOKEN, end_id=NOT_A_TOKEN,

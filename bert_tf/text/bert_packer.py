@@ -36,6 +36,19 @@ class BertPacker:
         self.start_id, self.end_id, self.pad_id = int(start_id), int(end_id), int(pad_id)
         self.truncation = truncation
 
+    @classmethod
+    def for_tokenizer(cls, tokenizer, seq_length, truncation="round_robin"):
+        """A packer with the `[CLS]`, `[SEP]` and `[PAD]` ids of `tokenizer` (a
+        `BertTokenizer`): what every raw-text pipeline pairs with its tokenizer.
+
+        Example:
+            >>> tokenizer = BertTokenizer("vocab.txt", lower_case=True)
+            >>> packer = BertPacker.for_tokenizer(tokenizer, seq_length=128)
+        """
+        return cls(seq_length, start_id=tokenizer.token_id("[CLS]"),
+                   end_id=tokenizer.token_id("[SEP]"), pad_id=tokenizer.token_id("[PAD]"),
+                   truncation=truncation)
+
     # Plain TensorFlow ops without tensor-dependent Python control flow: AutoGraph (tf.function,
     # tf.data) has nothing to convert, and converting this code would cost seconds per trace.
     @tf.autograph.experimental.do_not_convert

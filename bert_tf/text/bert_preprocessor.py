@@ -39,10 +39,7 @@ class BertPreprocessor(keras.layers.Layer):
                  special_tokens_in_strings=False, **kwargs):
         super().__init__(trainable=False, **kwargs)
         self.tokenizer = BertTokenizer(vocab, lower_case, special_tokens_in_strings)
-        self.packer = BertPacker(
-            seq_length, start_id=self.tokenizer.token_id("[CLS]"),
-            end_id=self.tokenizer.token_id("[SEP]"), pad_id=self.tokenizer.token_id("[PAD]"),
-            truncation=truncation)
+        self.packer = BertPacker.for_tokenizer(self.tokenizer, seq_length, truncation)
 
     # Plain TensorFlow ops without tensor-dependent Python control flow: AutoGraph (tf.function,
     # tf.data) has nothing to convert, and converting this code would cost seconds per trace.

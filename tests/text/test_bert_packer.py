@@ -6,6 +6,7 @@ import tensorflow as tf
 import tensorflow_text as tf_text
 
 from bert_tf.text.bert_packer import BertPacker
+from bert_tf.text.bert_tokenizer import BertTokenizer
 
 CLS, SEP = 101, 102
 
@@ -52,6 +53,18 @@ def test_three_segments_round_robin_and_waterfall():
     waterfall = BertPacker(9, CLS, SEP, truncation="waterfall")(segments)
     assert waterfall["input_word_ids"].numpy().tolist() == [
         [CLS, 1, 2, 3, SEP, 5, 6, SEP, SEP], [CLS, 4, SEP, 9, SEP, SEP, 0, 0, 0]]
+
+
+def test_for_tokenizer_takes_the_special_ids_from_the_vocabulary(tmp_path):
+    # Not BERT's usual ids: [UNK] 0, [PAD] 1, [SEP] 2, [CLS] 3.
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("[UNK]\n[PAD]\n[SEP]\n[CLS]\nhello\nworld\n")
+    tokenizer = BertTokenizer(str(vocab), lower_case=True)
+    packer = BertPacker.for_tokenizer(tokenizer, seq_length=6, truncation="waterfall")
+    assert (packer.start_id, packer.end_id, packer.pad_id, packer.truncation) == (
+        3, 2, 1, "waterfall")
+    packed = packer([tokenizer.tokenize(tf.constant(["Hello world"]))])
+    assert packed["input_word_ids"].numpy().tolist() == [[3, 4, 5, 2, 1, 1]]
 
 
 def test_seq_length_may_be_a_tensor_and_any_length():
