@@ -24,7 +24,9 @@ _HTTP_STATUS = {
     grpc.StatusCode.NOT_FOUND: 404,
     grpc.StatusCode.ALREADY_EXISTS: 409,
     grpc.StatusCode.PERMISSION_DENIED: 403,
-    grpc.StatusCode.RESOURCE_EXHAUSTED: 429,
+    # This server's only RESOURCE_EXHAUSTED is "busy, retry": 503, which HTTP clients retry
+    # (TF Serving sends 429).
+    grpc.StatusCode.RESOURCE_EXHAUSTED: 503,
     grpc.StatusCode.FAILED_PRECONDITION: 400,
     grpc.StatusCode.ABORTED: 409,
     grpc.StatusCode.OUT_OF_RANGE: 400,

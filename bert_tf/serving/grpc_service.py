@@ -1,45 +1,54 @@
-"""TF Serving's gRPC services: `PredictionService` (Predict, Classify, GetModelMetadata) and
-`ModelService` (GetModelStatus), over a `ModelManager`.
+"""TF Serving's gRPC services: `PredictionService` (Predict, Classify, Regress,
+GetModelMetadata) and `ModelService` (GetModelStatus), over a `ModelManager`.
 
 They implement the servicers generated in `tensorflow-serving-api`, so clients written for
 `tensorflow_model_server` (its `PredictionServiceStub`, `ModelServiceStub`) work unchanged.
-Regress and MultiInference answer UNIMPLEMENTED.
+MultiInference answers UNIMPLEMENTED. Every request holds its size of the server's
+`Admission` budget while it runs (RESOURCE_EXHAUSTED when spent), and request tensors are
+checked against their claimed shapes before any array is built (`tensor_protos`).
 
 Example:
     >>> server = grpc.server(futures.ThreadPoolExecutor(max_workers=16))
-    >>> add_services(server, manager)
+    >>> add_services(server, manager, Admission(max_bytes=256 << 20))
     >>> server.add_insecure_port("127.0.0.1:8500"); server.start()
 """
 
 import functools
+import logging
 
 import grpc
 import tensorflow as tf
 from tensorflow_serving.apis import (classification_pb2, get_model_metadata_pb2,
                                      model_service_pb2_grpc, predict_pb2,
-                                     prediction_service_pb2_grpc)
+                                     prediction_service_pb2_grpc, regression_pb2)
 
-from bert_tf.serving import classification
+from bert_tf.serving import example_requests
 from bert_tf.serving.errors import ServingError
+from bert_tf.serving.tensor_protos import tensor_to_array
 
 _SIGNATURE_DEF = "signature_def"
 
 
-def add_services(server, manager):
+def add_services(server, manager, admission):
     """Registers both services, answering from `manager`, on a `grpc.Server`."""
     prediction_service_pb2_grpc.add_PredictionServiceServicer_to_server(
-        PredictionService(manager), server)
+        PredictionService(manager, admission), server)
     model_service_pb2_grpc.add_ModelServiceServicer_to_server(ModelService(manager), server)
 
 
 def _answers_errors(method):
-    """Sends a ServingError as the call's status and message, as TF Serving does."""
+    """Sends a ServingError as the call's status and message, as TF Serving does; any other
+    error is INTERNAL, logged in one line."""
     @functools.wraps(method)
     def wrapper(self, request, context):
         try:
             return method(self, request)
         except ServingError as error:
             context.abort(error.code, error.message)
+        except Exception as error:  # noqa: BLE001 -- the client gets an answer, the log a line
+            logging.error("gRPC %s failed: %s: %s", method.__name__, type(error).__name__,
+                          error)
+            context.abort(grpc.StatusCode.INTERNAL, f"{type(error).__name__}: {error}")
     return wrapper
 
 
@@ -48,18 +57,22 @@ def _version(model_spec):
 
 
 class PredictionService(prediction_service_pb2_grpc.PredictionServiceServicer):
-    """Predict, Classify and GetModelMetadata."""
+    """Predict, Classify, Regress and GetModelMetadata."""
 
-    def __init__(self, manager):
+    def __init__(self, manager, admission):
         self._manager = manager
+        self._admission = admission
 
     @_answers_errors
     def Predict(self, request):  # noqa: N802 -- the generated servicer's method names
         spec = request.model_spec
-        inputs = {name: _to_array(name, proto) for name, proto in request.inputs.items()}
-        with self._manager.servable(spec.name, _version(spec), spec.version_label) as servable:
-            signature = servable.signature(spec.signature_name)
-            outputs = signature.run(inputs, list(request.output_filter))
+        with self._admission.admit(request.ByteSize()):
+            inputs = {name: tensor_to_array(name, proto)
+                      for name, proto in request.inputs.items()}
+            with self._manager.servable(spec.name, _version(spec),
+                                        spec.version_label) as servable:
+                signature = servable.signature(spec.signature_name)
+                outputs = signature.run(inputs, list(request.output_filter))
         response = predict_pb2.PredictResponse()
         _fill_model_spec(response.model_spec, spec.name, servable.version, signature.name)
         for name, array in outputs.items():
@@ -68,15 +81,27 @@ class PredictionService(prediction_service_pb2_grpc.PredictionServiceServicer):
 
     @_answers_errors
     def Classify(self, request):  # noqa: N802
+        return self._answer_examples(request, classification_pb2.ClassificationResponse(),
+                                     example_requests.CLASSIFY,
+                                     example_requests.classification_result)
+
+    @_answers_errors
+    def Regress(self, request):  # noqa: N802
+        return self._answer_examples(request, regression_pb2.RegressionResponse(),
+                                     example_requests.REGRESS,
+                                     example_requests.regression_result)
+
+    def _answer_examples(self, request, response, method, to_result):
+        """Fills `response` for a Classify or Regress `request` (`method`), its result made by
+        `to_result(outputs)`."""
         spec = request.model_spec
-        examples = classification.serialized_examples(request.input)
-        with self._manager.servable(spec.name, _version(spec), spec.version_label) as servable:
-            signature = servable.signature(spec.signature_name)
-            wanted = classification.check_classification_signature(signature)
-            outputs = signature.run({classification.INPUTS: examples}, wanted)
-        response = classification_pb2.ClassificationResponse()
+        with self._admission.admit(request.ByteSize()):
+            with self._manager.servable(spec.name, _version(spec),
+                                        spec.version_label) as servable:
+                signature, outputs = example_requests.run(servable, spec.signature_name,
+                                                          request.input, method)
         _fill_model_spec(response.model_spec, spec.name, servable.version, signature.name)
-        response.result.CopyFrom(classification.classification_result(outputs, len(examples)))
+        response.result.CopyFrom(to_result(outputs))
         return response
 
     @_answers_errors
@@ -115,11 +140,3 @@ def _fill_model_spec(model_spec, name, version, signature_name):
     model_spec.name = name
     model_spec.version.value = version
     model_spec.signature_name = signature_name
-
-
-def _to_array(name, proto):
-    try:
-        return tf.make_ndarray(proto)
-    except (TypeError, ValueError) as error:
-        raise ServingError(grpc.StatusCode.INVALID_ARGUMENT,
-                           f"Input '{name}' is not a valid TensorProto: {error}") from error

@@ -26,6 +26,10 @@ import tensorflow as tf
 from bert_tf.serving.errors import ServingError
 from bert_tf.serving.signature import dtype_name
 
+# Most dimensions a JSON tensor may have: deeper nesting is refused before it can exhaust the
+# recursion that reads it (a 900-deep `instances` once closed the connection unanswered).
+MAX_RANK = 32
+
 
 def request_tensors(body, input_specs):
     """(name -> numpy array, row_format) from a predict body, typed by `input_specs` (the
@@ -104,11 +108,14 @@ def _to_array(value, dtype, name):
     return array.reshape(shape)
 
 
-def _collect(value, leaves, name):
+def _collect(value, leaves, name, depth=0):
     if not isinstance(value, list):
         leaves.append(value)
         return ()
-    shapes = [_collect(item, leaves, name) for item in value]
+    if depth == MAX_RANK:
+        _fail(f"Input '{name}' nests lists more than {MAX_RANK} deep; a tensor of this API has "
+              f"at most {MAX_RANK} dimensions.")
+    shapes = [_collect(item, leaves, name, depth + 1) for item in value]
     for shape in shapes[1:]:
         if shape != shapes[0]:
             _fail(f"Input '{name}' is not a rectangular tensor: it holds lists of shapes "
@@ -119,22 +126,11 @@ def _collect(value, leaves, name):
 def _leaf_converter(dtype, name):
     def fail(leaf, expected):
         _fail(f"Input '{name}' expects {expected} ({dtype_name(dtype)}), got JSON value "
-              f"{_short(leaf)}.")
+              f"{short_json(leaf)}.")
 
     if dtype == tf.string:
         def convert(leaf):
-            if isinstance(leaf, str):
-                try:
-                    return leaf.encode("utf-8")
-                except UnicodeEncodeError:  # a lone surrogate escape such as "\ud800"
-                    _fail(f"Input '{name}' holds a string that is not valid UTF-8 text; send "
-                          f"bytes as {{\"b64\": ...}}.")
-            if isinstance(leaf, dict) and set(leaf) == {"b64"} and isinstance(leaf["b64"], str):
-                try:
-                    return base64.b64decode(leaf["b64"], validate=True)
-                except (binascii.Error, ValueError):
-                    _fail(f"Input '{name}' holds a 'b64' value that is not valid base64.")
-            fail(leaf, "strings or {\"b64\": ...} objects")
+            return string_bytes(leaf, f"Input '{name}'")
     elif dtype == tf.bool:
         def convert(leaf):
             return leaf if isinstance(leaf, bool) else fail(leaf, "true/false")
@@ -156,6 +152,24 @@ def _leaf_converter(dtype, name):
     return convert
 
 
+def string_bytes(value, what):
+    """The bytes of a JSON string value: UTF-8 text, or `{"b64": ...}` for any bytes; `what`
+    names the value in the INVALID_ARGUMENT raised for anything else."""
+    if isinstance(value, str):
+        try:
+            return value.encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate escape such as "\ud800"
+            _fail(f"{what} holds a string that is not valid UTF-8 text; send bytes as "
+                  f"{{\"b64\": ...}}.")
+    if isinstance(value, dict) and set(value) == {"b64"} and isinstance(value["b64"], str):
+        try:
+            return base64.b64decode(value["b64"], validate=True)
+        except (binascii.Error, ValueError):
+            _fail(f"{what} holds a 'b64' value that is not valid base64.")
+    _fail(f"{what} expects strings or {{\"b64\": ...}} objects (DT_STRING), got JSON value "
+          f"{short_json(value)}.")
+
+
 def _to_json(name, array):
     if array.dtype != object:
         return array.tolist()
@@ -174,7 +188,7 @@ def _to_json(name, array):
     return encode(array.tolist())
 
 
-def _short(value):
+def short_json(value):
     text = repr(value)
     return text if len(text) <= 40 else text[:37] + "..."
 

@@ -17,6 +17,7 @@ import threading
 import grpc
 
 from bert_tf.serving import grpc_service
+from bert_tf.serving.admission import Admission
 from bert_tf.serving.model_manager import ModelManager
 from bert_tf.serving.rest_service import RestApiServer
 
@@ -26,7 +27,10 @@ class ServerOptions:
     """What to serve and how; field names are `tensorflow_model_server`'s flags.
 
     `port` and `rest_api_port` of 0 pick a free port; `rest_api_port=None` serves gRPC only.
-    `model_name` defaults to the base path's directory name.
+    `model_name` defaults to the base path's directory name. Beyond tensorflow_model_server's:
+    `max_queued_requests`, requests (gRPC) or connections (REST) that may wait for a worker
+    before new ones are refused, and `max_inflight_request_bytes`, the request data that
+    requests in progress may hold together (see `admission.py`).
     """
 
     model_base_path: str
@@ -38,11 +42,23 @@ class ServerOptions:
     batch_timeout_micros: int = 2000
     max_request_bytes: int = 16 << 20
     file_system_poll_wait_seconds: float = 1.0
+    max_queued_requests: int = 64
+    max_inflight_request_bytes: int = 256 << 20
 
     def __post_init__(self):
         self.model_base_path = os.path.abspath(self.model_base_path)
         if not self.model_name:
             self.model_name = os.path.basename(self.model_base_path)
+        if self.max_inflight_request_bytes < self.max_request_bytes:
+            raise ValueError(f"max_inflight_request_bytes ({self.max_inflight_request_bytes}) "
+                             f"must be at least max_request_bytes ({self.max_request_bytes}), "
+                             f"or the largest requests could never run.")
+
+    @property
+    def num_request_threads(self):
+        """Workers per front end. Every request waiting to join a batch holds one, so a batch
+        can only fill if there are more workers than rows in a batch."""
+        return 2 * self.max_batch_size + 8
 
 
 class ModelServer:
@@ -57,6 +73,7 @@ class ModelServer:
         self.manager = ModelManager(options.model_name, options.model_base_path,
                                     options.max_batch_size, options.batch_timeout_micros,
                                     options.file_system_poll_wait_seconds)
+        self.admission = Admission(options.max_inflight_request_bytes)
         self.port = None
         self.rest_api_port = None
         self._grpc_server = None
@@ -78,23 +95,25 @@ class ModelServer:
 
     def _start_grpc(self):
         options = self.options
-        # Every request waiting to join a batch holds a worker thread, so a batch can only
-        # fill if there are more workers than rows in a batch.
-        workers = 2 * options.max_batch_size + 8
+        workers = options.num_request_threads
         self._grpc_server = grpc.server(
             concurrent.futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="grpc"),
+            # RPCs beyond the workers and the queue are refused with RESOURCE_EXHAUSTED.
+            maximum_concurrent_rpcs=workers + options.max_queued_requests,
             options=[("grpc.max_receive_message_length", options.max_request_bytes),
                      ("grpc.max_send_message_length", -1),
                      # Without this a second server could silently share the port.
                      ("grpc.so_reuseport", 0)])
-        grpc_service.add_services(self._grpc_server, self.manager)
+        grpc_service.add_services(self._grpc_server, self.manager, self.admission)
         self.port = self._grpc_server.add_insecure_port(f"{_host(options.host)}:{options.port}")
         self._grpc_server.start()
 
     def _start_rest(self):
-        self._rest_server = RestApiServer(self.manager, self.options.host,
-                                          self.options.rest_api_port,
-                                          self.options.max_request_bytes)
+        options = self.options
+        self._rest_server = RestApiServer(self.manager, self.admission, options.host,
+                                          options.rest_api_port, options.max_request_bytes,
+                                          options.num_request_threads,
+                                          options.max_queued_requests)
         self.rest_api_port = self._rest_server.server_address[1]
         self._rest_thread = threading.Thread(target=self._rest_server.serve_forever,
                                              name="rest", daemon=True)

@@ -53,6 +53,24 @@ class Servable:
                 f"{', '.join(sorted(self._signatures)) or 'none'}.")
         return self._signatures[name]
 
+    def signature_for_method(self, name, method_name):
+        """The signature `name`, or when `name` is empty, the one whose method name is
+        `method_name` (e.g. "tensorflow/serving/classify"): serving_default if it is one, else
+        the only one; serving_default when none is."""
+        if name:
+            return self.signature(name)
+        candidates = sorted(key for key, signature_def in
+                            self.signature_def_map.signature_def.items()
+                            if signature_def.method_name == method_name and key in self._signatures)
+        if len(candidates) > 1 and DEFAULT_SIGNATURE not in candidates:
+            raise ServingError(
+                grpc.StatusCode.INVALID_ARGUMENT,
+                f"Signatures {', '.join(candidates)} all have method name {method_name}; name "
+                f"one in the request's signature_name.")
+        if len(candidates) == 1:
+            return self.signature(candidates[0])
+        return self.signature(DEFAULT_SIGNATURE)
+
     def acquire(self):
         with self._idle:
             self._users += 1

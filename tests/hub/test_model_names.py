@@ -16,21 +16,16 @@ from bert_tf.hub import (HUB_DIR_ENV, ModelNotInstalledError, default_model_name
                          install_model, register_resolver)
 from bert_tf_hub_names import ModelNameResolver
 from bert_tf.text.bert_preprocessor import BertPreprocessor
-from tests.export.tiny_models import encoder_inputs, write_pretrained_checkpoint, write_vocab
-from tests.tools.tool_runs import run_tool
+from tests.export.tiny_models import encoder_inputs
+from tests.hub.tiny_install import install_tiny_model
 
 
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory):
     """`(model directory, checkpoint dir, pretrainer, vocab_file)` after installing
     bert_tf_base with the tool, the directory given through the environment variable."""
-    vocab_file = write_vocab(tmp_path_factory.mktemp("vocab"))
-    checkpoint_dir = str(tmp_path_factory.mktemp("checkpoint"))
-    pretrainer = write_pretrained_checkpoint(checkpoint_dir, vocab_file, num_hidden_layers=1)
-    directory = str(tmp_path_factory.mktemp("hub"))
-    result = run_tool("install_hub_model.py", f"--init_checkpoint={checkpoint_dir}",
-                      "--name=bert_tf_base", "--seq_length=16", env={HUB_DIR_ENV: directory})
-    assert result.returncode == 0, result.stderr
+    directory, checkpoint_dir, pretrainer, vocab_file, result = install_tiny_model(
+        tmp_path_factory, "bert_tf_base")
     for name in ("bert_tf_base", "bert_tf_base_preprocess"):
         assert f"Installed {name} at {os.path.join(directory, name, '1')}" in result.stdout
     return directory, checkpoint_dir, pretrainer, vocab_file

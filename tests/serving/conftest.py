@@ -6,6 +6,7 @@ import tensorflow as tf
 from tensorflow_serving.apis import model_service_pb2_grpc, prediction_service_pb2_grpc
 
 from bert_tf.serving import ModelServer, ServerOptions
+from tests.serving.serve_process import ServeProcess
 from tests.serving.toy_models import write_toy_model
 
 MAX_BATCH_SIZE = 8
@@ -50,3 +51,17 @@ def prediction_stub(channel):
 @pytest.fixture(scope="session")
 def model_stub(channel):
     return model_service_pb2_grpc.ModelServiceStub(channel)
+
+
+@pytest.fixture
+def serve_process():
+    processes = []
+
+    def start(*flags):
+        process = ServeProcess(*flags)
+        processes.append(process)
+        return process
+
+    yield start
+    for process in processes:
+        process.kill()

@@ -13,7 +13,7 @@ from tensorflow_serving.apis import (classification_pb2, get_model_metadata_pb2,
                                      get_model_status_pb2, predict_pb2, regression_pb2)
 
 from tests.serving.conftest import MAX_BATCH_SIZE, MAX_REQUEST_BYTES
-from tests.serving.toy_models import CLASSIFY_SIGNATURE
+from tests.serving.toy_models import CLASSIFY_SIGNATURE, REGRESS_SIGNATURE
 
 TEXTS = ["a fine movie", "héllo wörld", "", "日本語のテキスト", "  spaces  "]
 TIMEOUT = 30
@@ -129,13 +129,22 @@ def test_classify_merges_each_example_over_the_context(prediction_stub, toy_save
     assert classifications_of(response) == expected_classifications(toy_savedmodel, [0.125, 0.5])
 
 
+def test_classify_without_a_signature_name_finds_the_classify_method(prediction_stub,
+                                                                     toy_savedmodel):
+    response = prediction_stub.Classify(classify_request([0.75], signature_name=""),
+                                        timeout=TIMEOUT)
+    assert classifications_of(response) == expected_classifications(toy_savedmodel, [0.75])
+    assert response.model_spec.signature_name == CLASSIFY_SIGNATURE
+
+
 def test_classify_on_a_signature_that_is_not_a_classifier_is_invalid(prediction_stub):
     with pytest.raises(grpc.RpcError) as raised:
-        prediction_stub.Classify(classify_request([0.5], signature_name=""), timeout=TIMEOUT)
+        prediction_stub.Classify(classify_request([0.5], signature_name="scale"),
+                                 timeout=TIMEOUT)
     assert raised.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert raised.value.details() == (
-        "Signature 'serving_default' cannot serve Classify: a classification signature takes "
-        "exactly one input 'inputs' (serialized tf.Example), but it takes {text}.")
+        "Signature 'scale' cannot serve Classify: it must take exactly one input 'inputs' "
+        "(serialized tf.Example), but it takes {factor,x}.")
 
 
 def test_get_model_metadata_returns_the_savedmodel_signature_defs(prediction_stub, toy_base_path):
@@ -210,7 +219,9 @@ BAD_REQUESTS = {
         "Input 'x' has shape [1, 4] but signature 'scale' expects [-1, 3]."),
     "malformed tensor": (
         "Predict", lambda: predict_request({"text": malformed_tensor()}),
-        grpc.StatusCode.INVALID_ARGUMENT, "Input 'text' is not a valid TensorProto"),
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "Input 'text' claims shape [1] (1 elements, 4 bytes) but its tensor_content holds 8 "
+        "bytes."),
     "non-UTF-8 bytes": (
         "Predict", lambda: predict_request({"text": [b"ok", b"\xff\xfe bad"]}),
         grpc.StatusCode.INVALID_ARGUMENT,
@@ -247,7 +258,7 @@ BAD_REQUESTS = {
         grpc.StatusCode.RESOURCE_EXHAUSTED, "larger than max"),
     "classify without examples": (
         "Classify", lambda: classify_request([]), grpc.StatusCode.INVALID_ARGUMENT,
-        "Input is empty: the ClassificationRequest has no examples."),
+        "Input is empty: the request has no examples."),
     "metadata without field": (
         "GetModelMetadata", lambda: metadata_request(field=None),
         grpc.StatusCode.INVALID_ARGUMENT,
@@ -280,9 +291,19 @@ def test_bad_request_gets_its_status_and_the_server_keeps_serving(case, predicti
     assert outputs_of(response)["length"].tolist() == [10]
 
 
-def test_regress_is_unimplemented(prediction_stub):
+def test_regress_finds_the_regress_method(prediction_stub):
     request = regression_pb2.RegressionRequest()
     request.model_spec.name = "toy"
+    for x in (0.25, -1.5):
+        request.input.example_list.examples.add().features.feature["x"].float_list.value.append(x)
+    response = prediction_stub.Regress(request, timeout=TIMEOUT)
+    assert [r.value for r in response.result.regressions] == [0.5, -3.0]
+    assert response.model_spec.signature_name == REGRESS_SIGNATURE
+    # A classifier's signature is not a regression's.
+    request.model_spec.signature_name = CLASSIFY_SIGNATURE
     with pytest.raises(grpc.RpcError) as raised:
         prediction_stub.Regress(request, timeout=TIMEOUT)
-    assert raised.value.code() == grpc.StatusCode.UNIMPLEMENTED
+    assert raised.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert raised.value.details() == (
+        f"Signature '{CLASSIFY_SIGNATURE}' cannot serve Regress: it must return 'outputs' only, "
+        f"but it returns {{classes,scores}}.")

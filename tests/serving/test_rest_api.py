@@ -188,8 +188,13 @@ def test_bad_predict_body_gets_its_status_and_the_server_keeps_serving(case, ser
      "Servable not found for request: Specific(toy, 2)."),
     ("POST", "/v1/models/toy/labels/stable:predict", b'{"instances": ["a"]}', 400,
      "Unrecognized servable version label: stable."),
-    ("POST", "/v1/models/toy:classify", b'{"examples": [{"x": 1.0}]}', 501,
-     "This server answers :classify over gRPC only"),
+    ("POST", "/v1/models/toy:classify", b'{"instances": [{"x": 1.0}]}', 400,
+     "Missing or empty 'examples'"),
+    ("POST", "/v1/models/toy:regress", b'{"examples": [{"x": [1.0, "a"]}]}', 400,
+     "Element 0 of 'examples': feature 'x' must hold strings, integers or numbers (one kind "
+     "per feature), got [1.0, 'a']."),
+    ("POST", "/v1/models/toy:classify", b'{"examples": [{"y": 1.0}]}', 400,
+     "Feature: x (data type: float) is required but could not be found."),
     ("POST", "/v1/models/toy:explain", b"{}", 400,
      "Malformed request: POST /v1/models/toy:explain"),
     ("GET", "/v1/models/bert", None, 404, "Could not find any versions of model bert"),
@@ -204,6 +209,18 @@ def test_bad_request_gets_its_status_and_the_server_keeps_serving(server, method
     assert answer_status == status
     assert message in answer["error"]
     assert call(server, "POST", "/v1/models/toy:predict", {"instances": ["ok"]})[0] == 200
+
+
+def test_classify_and_regress_as_tf_serving_answers_them(server):
+    status, body = call(server, "POST", "/v1/models/toy:classify",
+                        {"examples": [{"x": 0.25}, {"x": 0.5}]})
+    assert (status, body) == (200, {"results": [[["pos", 0.25], ["neg", 0.75]],
+                                                [["pos", 0.5], ["neg", 0.5]]]})
+    # The context's features complete every example; a named signature is used as named.
+    status, body = call(server, "POST", "/v1/models/toy/versions/1:regress",
+                        {"signature_name": "tensorflow/serving/regress", "context": {"x": 2.0},
+                         "examples": [{}, {"x": -0.5}]})
+    assert (status, body) == (200, {"results": [4.0, -1.0]})
 
 
 def test_connection_is_kept_alive_across_requests(server):

@@ -4,85 +4,13 @@ makes each process slow to start, so the in-process tests cover the option varia
 
 import http.client
 import json
-import os
-import queue
-import re
 import signal
-import socket
-import subprocess
-import sys
-import threading
 
 import grpc
-import pytest
 import tensorflow as tf
 from tensorflow_serving.apis import predict_pb2, prediction_service_pb2_grpc
 
-from tests.resources import REPO_ROOT
-
-SERVE = os.path.join(REPO_ROOT, "tools", "serve.py")
-STARTUP_SECONDS = 120
-READY_LINE = re.compile(r"Serving model '(?P<name>[^']+)' from .*: gRPC at 127\.0\.0\.1:"
-                        r"(?P<port>\d+), (?:REST at http://127\.0\.0\.1:(?P<rest>\d+)|REST off)")
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class ServeProcess:
-    """tools/serve.py in a subprocess; `ready()` waits (bounded) for its ready line."""
-
-    def __init__(self, *flags):
-        self.process = subprocess.Popen(
-            [sys.executable, SERVE, *flags], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-            text=True, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
-        self.lines = queue.Queue()
-        self.output = []
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self):
-        for line in self.process.stdout:
-            self.lines.put(line)
-        self.lines.put(None)
-
-    def ready(self):
-        while True:
-            line = self.lines.get(timeout=STARTUP_SECONDS)
-            if line is None:
-                return None
-            self.output.append(line)
-            match = READY_LINE.search(line)
-            if match:
-                return match
-
-    def finish(self, timeout=60):
-        """Waits for the exit; returns (exit code, everything the process printed)."""
-        code = self.process.wait(timeout=timeout)
-        while (line := self.lines.get(timeout=timeout)) is not None:
-            self.output.append(line)
-        return code, "".join(self.output)
-
-    def kill(self):
-        if self.process.poll() is None:
-            self.process.kill()
-            self.process.wait(timeout=30)
-
-
-@pytest.fixture
-def serve_process():
-    processes = []
-
-    def start(*flags):
-        process = ServeProcess(*flags)
-        processes.append(process)
-        return process
-
-    yield start
-    for process in processes:
-        process.kill()
+from tests.serving.serve_process import free_port
 
 
 def test_serves_grpc_and_rest_then_stops_on_sigterm(serve_process, toy_base_path):

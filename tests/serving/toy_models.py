@@ -7,8 +7,9 @@ signatures that cover what the server must handle:
   strictly, so invalid UTF-8 makes the model raise INVALID_ARGUMENT), `upper` (string),
   `version` (int64, the version written: tells versions apart), `text_bytes` (the input back).
 - `scale`: two float inputs `x [batch, 3]`, `factor [batch]` -> one output `y = x * factor`.
-- `tensorflow/serving/classify`: serialized tf.Example `inputs` with float feature `x` ->
-  `scores` `[[x, 1 - x]]` and `classes` `[["pos", "neg"]]`.
+- `tensorflow/serving/classify` (that method name too): serialized tf.Example `inputs` with
+  float feature `x` -> `scores` `[[x, 1 - x]]` and `classes` `[["pos", "neg"]]`.
+- `tensorflow/serving/regress` (that method name too): the same `inputs` -> `outputs` `2 x`.
 
 Example:
     >>> write_toy_model("/tmp/models/toy", version=1)
@@ -19,7 +20,9 @@ import os
 
 import tensorflow as tf
 
-CLASSIFY_SIGNATURE = "tensorflow/serving/classify"
+from bert_tf.export.example_signatures import CLASSIFY as CLASSIFY_SIGNATURE
+from bert_tf.export.example_signatures import REGRESS as REGRESS_SIGNATURE
+from bert_tf.export.example_signatures import set_method_names
 
 
 class _ToyModel(tf.Module):
@@ -47,6 +50,11 @@ class _ToyModel(tf.Module):
         classes = tf.tile(tf.constant([["pos", "neg"]]), [tf.shape(scores)[0], 1])
         return {"scores": scores, "classes": classes}
 
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="inputs")])
+    def regress(self, inputs):
+        features = tf.io.parse_example(inputs, {"x": tf.io.FixedLenFeature([], tf.float32)})
+        return {"outputs": 2.0 * features["x"]}
+
 
 def write_toy_model(base_path, version):
     """Writes the toy model as `<base_path>/<version>` and returns that directory."""
@@ -54,5 +62,8 @@ def write_toy_model(base_path, version):
     path = os.path.join(base_path, str(version))
     tf.saved_model.save(model, path, signatures={"serving_default": model.predict,
                                                  "scale": model.scale,
-                                                 CLASSIFY_SIGNATURE: model.classify})
+                                                 CLASSIFY_SIGNATURE: model.classify,
+                                                 REGRESS_SIGNATURE: model.regress})
+    set_method_names(path, {CLASSIFY_SIGNATURE: CLASSIFY_SIGNATURE,
+                            REGRESS_SIGNATURE: REGRESS_SIGNATURE})
     return path

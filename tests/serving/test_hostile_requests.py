@@ -1,0 +1,300 @@
+"""Requests meant to knock the server over, sent to tools/serve.py serving a BERT classifier
+(in-graph tokenization, as users serve it) on 127.0.0.1: each gets an answer naming its
+problem, memory stays bounded, and afterwards a valid request gets exactly its earlier answer.
+Everything is bounded: payloads of at most 16 x 10 MB, every call with a deadline."""
+
+import concurrent.futures
+import http.client
+import json
+import os
+import re
+import socket
+import struct
+import time
+
+import grpc
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+from tensorflow.core.framework import tensor_pb2, tensor_shape_pb2, types_pb2
+from tensorflow_serving.apis import predict_pb2, prediction_service_pb2_grpc
+
+from bert_tf.export import export_task_model
+from tests.export.task_examples import new_task_model
+from tests.export.tiny_models import write_vocab
+from tests.serving.serve_process import free_port
+
+SEQ_LENGTH = 64
+TIMEOUT = 60
+TEXTS = ["Hello, unaffable world!", "what a good film"]
+TEN_MB = 10 << 20
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    """`(process, grpc port, REST port)` of tools/serve.py serving a tiny BERT classifier."""
+    from tests.serving.serve_process import ServeProcess
+
+    base = tmp_path_factory.mktemp("models") / "bert"
+    keras.utils.set_random_seed(5)
+    export_task_model(str(base / "1"), "classifier", new_task_model("classifier"),
+                      write_vocab(tmp_path_factory.mktemp("vocab")), do_lower_case=True,
+                      seq_length=SEQ_LENGTH, label_names=["negative", "positive", "neutral"])
+    rest_port = free_port()
+    process = ServeProcess(f"--model_base_path={base}", "--port=0",
+                           f"--rest_api_port={rest_port}", "--file_system_poll_wait_seconds=0")
+    ready = process.ready()
+    assert ready is not None, "".join(process.output)
+    yield process, int(ready["port"]), rest_port
+    process.kill()
+
+
+@pytest.fixture(scope="module")
+def stub(served):
+    with grpc.insecure_channel(f"127.0.0.1:{served[1]}", options=[
+            ("grpc.max_send_message_length", -1)]) as channel:
+        yield prediction_service_pb2_grpc.PredictionServiceStub(channel)
+
+
+def predict(stub, proto_inputs):
+    request = predict_pb2.PredictRequest()
+    request.model_spec.name = "bert"
+    for name, proto in proto_inputs.items():
+        request.inputs[name].CopyFrom(proto)
+    return stub.Predict(request, timeout=TIMEOUT)
+
+
+def probabilities(stub, texts):
+    response = predict(stub, {"text": tf.make_tensor_proto(texts)})
+    return tf.make_ndarray(response.outputs["probabilities"])
+
+
+def rss_bytes(pid):
+    with open(f"/proc/{pid}/status") as f:
+        return int(re.search(r"VmRSS:\s+(\d+) kB", f.read())[1]) * 1024
+
+
+def raw_http(port, data, read_timeout=TIMEOUT):
+    """Sends `data` as it is on a new connection; returns (status, JSON body) of the answer."""
+    with socket.create_connection(("127.0.0.1", port), timeout=read_timeout) as connection:
+        connection.sendall(data)
+        response = http.client.HTTPResponse(connection)
+        response.begin()
+        assert response.getheader("Content-Type") == "application/json"
+        return response.status, json.loads(response.read())
+
+
+def post(port, path, body, headers=""):
+    return raw_http(port, f"POST {path} HTTP/1.1\r\nHost: x\r\n{headers}Content-Length: "
+                          f"{len(body)}\r\n\r\n".encode() + body)
+
+
+def test_a_35_byte_request_claiming_a_gigantic_tensor_is_refused_before_allocating(
+        served, stub):
+    before = rss_bytes(served[0].process.pid)
+    tensor = tensor_pb2.TensorProto(dtype=types_pb2.DT_FLOAT, tensor_shape=(
+        tensor_shape_pb2.TensorShapeProto(dim=[tensor_shape_pb2.TensorShapeProto.Dim(
+            size=1 << 30)])))
+    request = predict_pb2.PredictRequest()
+    request.model_spec.name = "bert"
+    request.inputs["text"].CopyFrom(tensor)
+    assert request.ByteSize() <= 35
+    with pytest.raises(grpc.RpcError) as raised:
+        stub.Predict(request, timeout=5)
+    assert raised.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert raised.value.details() == (
+        "Input 'text' claims shape [1073741824] (1073741824 elements) but holds 0 values in "
+        "float_val.")
+    # 4 GB were claimed; nothing near that was allocated.
+    assert rss_bytes(served[0].process.pid) - before < 64 << 20
+
+
+def tensor(dtype, dims, **values):
+    return tensor_pb2.TensorProto(dtype=dtype, tensor_shape=tensor_shape_pb2.TensorShapeProto(
+        dim=[tensor_shape_pb2.TensorShapeProto.Dim(size=d) for d in dims]), **values)
+
+
+@pytest.mark.parametrize("proto, message", [
+    (tensor(types_pb2.DT_STRING, [3], string_val=[b"a"]),
+     "Input 'text' claims shape [3] (3 elements) but holds 1 values in string_val."),
+    (tensor(types_pb2.DT_STRING, [-1], string_val=[b"a"]),
+     "Input 'text' claims shape [-1], with a negative dimension."),
+    (tensor(types_pb2.DT_FLOAT, [1 << 20, 1 << 20], tensor_content=b"\0" * 8),
+     "Input 'text' claims shape [1048576, 1048576] (1099511627776 elements, 4398046511104 "
+     "bytes) but its tensor_content holds 8 bytes."),
+    (tensor(types_pb2.DT_VARIANT, [1]),
+     "Input 'text' has dtype DT_VARIANT, which a request cannot carry"),
+    (tensor(types_pb2.DT_RESOURCE, [1]),
+     "Input 'text' has dtype DT_RESOURCE, which a request cannot carry"),
+    (tensor(types_pb2.DT_STRING, [1], tensor_content=b"abcd"),
+     "Input 'text' holds DT_STRING values in tensor_content"),
+    (tensor_pb2.TensorProto(dtype=types_pb2.DT_STRING, tensor_shape=(
+        tensor_shape_pb2.TensorShapeProto(unknown_rank=True))),
+     "Input 'text' has an unknown rank"),
+    (tensor(types_pb2.DT_INT32, [2], int_val=[1, 2]),
+     "Input 'text' has dtype DT_INT32 but signature 'serving_default' expects DT_STRING."),
+])
+def test_malformed_tensors_are_invalid_arguments(stub, proto, message):
+    with pytest.raises(grpc.RpcError) as raised:
+        predict(stub, {"text": proto})
+    assert raised.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert message in raised.value.details()
+
+
+def test_sixteen_concurrent_10_mb_texts_leave_memory_bounded_and_answers_unchanged(served,
+                                                                                    stub):
+    expected = probabilities(stub, TEXTS)
+    before = rss_bytes(served[0].process.pid)
+    # Each text is 10 MB of words; the model reads its first 64 tokens.
+    text = ("a good film, " * (TEN_MB // 13 + 1))[:TEN_MB]
+    with concurrent.futures.ThreadPoolExecutor(16) as pool:
+        answers = list(pool.map(lambda _: probabilities(stub, [text]), range(16)))
+    grown = rss_bytes(served[0].process.pid) - before
+    # The cut keeps 32 KiB of each text: a 10 MB text answers as its first 400 bytes do.
+    short = probabilities(stub, [text[:400]])
+    for answer in answers:
+        np.testing.assert_array_equal(answer, short)
+    assert grown < 1 << 30, f"RSS grew by {grown / 2**20:.0f} MiB"
+    np.testing.assert_array_equal(probabilities(stub, TEXTS), expected)
+
+
+@pytest.mark.parametrize("request_bytes, status, message", [
+    (b"POST /v1/models/bert/versions/" + b"9" * 5000 + b":predict HTTP/1.1\r\nContent-Length: "
+     b"2\r\n\r\n{}", 400, "is not a valid model version (a non-negative int64)"),
+    (b"POST /v1/models/bert:predict HTTP/1.1\r\nContent-Length: " + b"9" * 5000 + b"\r\n\r\n",
+     413, "is larger than --max_request_bytes"),
+    (b"POST /v1/models/bert:predict HTTP/1.1\r\nContent-Length: -5\r\n\r\n", 400,
+     "Content-Length must be a number of bytes, got '-5'."),
+    ("POST /v1/models/bert:predict HTTP/1.1\r\nContent-Length: ²\r\n\r\n".encode(), 400,
+     "Content-Length must be a number of bytes"),
+    (b"POST /v1/models/bert:predict HTTP/1.1\r\n\r\n", 400,
+     "A POST needs a Content-Length header."),
+    (b"POST /v1/models/bert:predict HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n"
+     b"0\r\n\r\n", 400, "Chunked (Transfer-Encoding) request bodies are not supported"),
+    (b"PUT /v1/models/bert:predict HTTP/1.1\r\nContent-Length: 0\r\n\r\n", 405,
+     "Method PUT is not allowed; this API answers GET, POST."),
+    (b"DELETE /v1/models/bert HTTP/1.1\r\n\r\n", 405, "Method DELETE is not allowed"),
+    (b"BREW /v1/models/bert HTTP/1.1\r\n\r\n", 405, "Method BREW is not allowed"),
+    (b"HELLO\r\n\r\n", 400, "Bad Request: Bad request syntax ('HELLO')"),
+    (b"GET /v1/models/bert HTTP/7.0\r\n\r\n", 400, "Invalid HTTP version (7.0)"),
+    (b"GET /v1/models/bert HTTP/1.1\r\nX-Long: " + b"a" * 70000 + b"\r\n\r\n", 400,
+     "Line too long"),
+    (b"GET /" + b"a" * 70000 + b" HTTP/1.1\r\n\r\n", 400, "Request-URI Too Long"),
+])
+def test_malformed_http_is_answered_with_its_problem(served, request_bytes, status, message):
+    answer_status, answer = raw_http(served[2], request_bytes)
+    assert (answer_status, message in answer["error"]) == (status, True), answer
+
+
+@pytest.mark.parametrize("body, message", [
+    (b'{"instances": [' + b"7" * 5000 + b"]}", "JSON Parse error: Exceeds the limit"),
+    (b'{"instances": ' + b"[" * 900 + b'"a"' + b"]" * 900 + b"}",
+     "Input 'text' nests lists more than 32 deep"),
+    (b'{"instances": ' + b"[" * 100000 + b"]" * 100000 + b"}", "JSON Parse error"),
+    (b'{"examples": [{"text": {"b64": "***"}}]}', "holds a 'b64' value that is not valid"),
+])
+def test_hostile_json_is_answered_with_its_problem(served, body, message):
+    method = "classify" if b"examples" in body else "predict"
+    status, answer = post(served[2], f"/v1/models/bert:{method}", body)
+    assert (status, message in answer["error"]) == (400, True), answer
+
+
+def test_query_strings_are_ignored(served, stub):
+    body = json.dumps({"instances": TEXTS}).encode()
+    status, answer = post(served[2], "/v1/models/bert:predict?x=1&version=7", body)
+    assert status == 200
+    np.testing.assert_allclose([row["probabilities"] for row in answer["predictions"]],
+                               probabilities(stub, TEXTS), atol=1e-6)
+    assert raw_http(served[2], b"GET /v1/models/bert?debug=1 HTTP/1.1\r\n\r\n")[0] == 200
+
+
+def test_classify_and_regress_routes_answer_like_tf_serving(served, stub):
+    status, answer = post(served[2], "/v1/models/bert:classify", json.dumps(
+        {"examples": [{"text": t} for t in TEXTS]}).encode())
+    assert status == 200
+    assert [[label for label, _ in row] for row in answer["results"]] == [
+        ["negative", "positive", "neutral"]] * 2
+    status, answer = post(served[2], "/v1/models/bert:regress", json.dumps(
+        {"examples": [{"text": "a"}]}).encode())
+    assert (status, answer["error"]) == (400, (
+        "Signature 'serving_default' cannot serve Regress: it must take exactly one input "
+        "'inputs' (serialized tf.Example), but it takes {text}; the request names no signature "
+        "and none of this model's has method name tensorflow/serving/regress."))
+
+
+def test_each_aborted_client_costs_one_log_line(served, stub):
+    process = served[0]
+    before = len(process.output)
+    for _ in range(3):
+        # A body cut short, then gone: the worker's read ends early.
+        with socket.create_connection(("127.0.0.1", served[2]), timeout=TIMEOUT) as connection:
+            connection.sendall(b"POST /v1/models/bert:predict HTTP/1.1\r\nContent-Length: "
+                               b"1000\r\n\r\n{\"instances\"")
+            connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    # The server still answers, and every abort was logged once, without a traceback.
+    np.testing.assert_array_equal(probabilities(stub, TEXTS), probabilities(stub, TEXTS))
+    process.drain()
+    logged = "".join(process.output[before:])
+    assert logged.count("REST connection from 127.0.0.1 ended") == 3, logged
+    assert "Traceback" not in logged
+
+
+def test_the_listen_backlog_takes_a_burst_of_clients(served):
+    listening = os.popen(f"ss -ltnH 'sport = :{served[2]}'").read().split()
+    # ss shows a listening socket's backlog as its Send-Q (the third column).
+    assert int(listening[2]) >= 128, listening
+
+
+def test_connections_beyond_the_workers_and_queue_get_503_at_once(toy_base_path):
+    from bert_tf.serving import ModelServer, ServerOptions
+
+    options = ServerOptions(model_base_path=toy_base_path, port=0, rest_api_port=0,
+                            max_batch_size=1, max_queued_requests=2,
+                            file_system_poll_wait_seconds=0)
+    slots = options.num_request_threads + options.max_queued_requests
+    server = ModelServer(options)
+    server.start()
+    idle = []
+    try:
+        # Clients that connect and say nothing hold every worker and queue slot.
+        idle = [socket.create_connection(("127.0.0.1", server.rest_api_port), timeout=TIMEOUT)
+                for _ in range(slots)]
+        status, answer = raw_http(server.rest_api_port,
+                                  b"GET /v1/models/toy HTTP/1.1\r\n\r\n")
+        assert (status, answer["error"]) == (503, "The server is busy: every worker and queue "
+                                                  "slot is taken; retry shortly.")
+        for connection in idle:
+            connection.close()
+        idle = []
+        # Slots free up as the workers see the idle connections end (within seconds at most).
+        for _ in range(300):
+            if raw_http(server.rest_api_port, b"GET /v1/models/toy HTTP/1.1\r\n\r\n")[0] == 200:
+                break
+            time.sleep(0.1)
+        else:
+            pytest.fail("the REST server never recovered from being full")
+    finally:
+        for connection in idle:
+            connection.close()
+        server.stop()
+
+
+def test_request_data_beyond_the_budget_is_resource_exhausted():
+    from bert_tf.serving.admission import Admission
+    from bert_tf.serving.errors import ServingError
+
+    admission = Admission(max_bytes=100)
+    with admission.admit(60):
+        with pytest.raises(ServingError) as raised:
+            with admission.admit(41):
+                pass
+        assert raised.value.code == grpc.StatusCode.RESOURCE_EXHAUSTED
+        assert raised.value.http_status == 503
+        assert str(raised.value) == (
+            "The server is busy: requests in progress hold 60 of its 100 bytes for request "
+            "data and this one needs 41; retry shortly.")
+        with admission.admit(40):
+            pass
+    with admission.admit(100):
+        pass
