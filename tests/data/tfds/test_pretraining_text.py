@@ -10,54 +10,29 @@ import pytest
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
-from bert_tf.data.pretraining.corpus import CorpusStatistics, read_document_chunks, utf8_lines
+from bert_tf.data.pretraining.corpus import CorpusStatistics, read_document_chunks
 from bert_tf.data.pretraining.dynamic_masking_dataset import dynamic_masking_dataset
-from bert_tf.data.pretraining.prose import read_book, write_documents
+from bert_tf.data.pretraining.prose import read_book
 from bert_tf.data.pretraining.records_writer import write_pretraining_data
 from bert_tf.data.tfds.catalog import TfdsInputError
 from bert_tf.data.tfds.pretraining_text import TfdsText, document_sentences
 from bert_tf.text.bert_tokenizer import BertTokenizer
-from tests.resources import minilm_dir, shared_data_path
-
-BOOKS = ["blake-poems.txt", "shakespeare-caesar.txt", "shakespeare-macbeth.txt",
-         "chesterton-thursday.txt"]
-
-
-def book_text(path):
-    """The book as one string: its UTF-8 lines (what `read_book` reads)."""
-    return "".join(line for line, _ in utf8_lines(path, CorpusStatistics()))
+from tests.data.tfds.gutenberg import (BOOKS, GUTENBERG_TFDS_NAME, book_paths,
+                                       write_as_text_files, write_gutenberg_tfds)
+from tests.resources import minilm_dir
 
 
 @pytest.fixture(scope="module")
 def gutenberg(tmp_path_factory):
-    """(TfdsText of the prepared "gutenberg_books", the book paths)."""
-    paths = [shared_data_path(f"gutenberg/{name}") for name in BOOKS]
-    data_dir = str(tmp_path_factory.mktemp("tfds"))
-    features = tfds.features.FeaturesDict({"title": tfds.features.Text(),
-                                           "text": tfds.features.Text()})
-    examples = [(name, {"title": name, "text": book_text(path)})
-                for name, path in zip(BOOKS, paths)]
-    tfds.dataset_builders.store_as_tfds_dataset(
-        name="gutenberg_books", version="1.0.0", features=features,
-        split_datasets={"train": examples}, data_dir=data_dir,
-        download_config=tfds.download.DownloadConfig(num_shards=3))
-    return TfdsText("gutenberg_books", "train", data_dir), paths
+    """(TfdsText of the prepared Gutenberg dataset, the book paths)."""
+    data_dir = write_gutenberg_tfds(str(tmp_path_factory.mktemp("tfds")))
+    return TfdsText(GUTENBERG_TFDS_NAME, "train", data_dir), book_paths()
 
 
 @pytest.fixture(scope="module")
 def as_text_files(gutenberg, tmp_path_factory):
     """The same documents in the pre-training text format: one text file per TFDS file."""
-    source, _ = gutenberg
-    directory = tmp_path_factory.mktemp("text")
-    files = []
-    for index, path in enumerate(source.files):
-        documents = [document_sentences(text.decode()) for text in
-                     tf.data.TFRecordDataset(path).map(
-                         lambda record: source.features.deserialize_example(record)["text"])
-                     .as_numpy_iterator()]
-        files.append(str(directory / f"shard-{index}.txt"))
-        write_documents(documents, files[-1])
-    return files
+    return write_as_text_files(gutenberg[0], tmp_path_factory.mktemp("text"))
 
 
 @pytest.fixture(scope="module")
