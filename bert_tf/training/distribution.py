@@ -6,10 +6,14 @@ Example:
 """
 
 import logging
+import os
+import re
 import socket
 import urllib.parse
 
 import tensorflow as tf
+
+from bert_tf.training import tpu_host
 
 logger = logging.getLogger("bert_tf.training")
 
@@ -58,18 +62,85 @@ def _check_reachable(address):
     # "nobody there" in milliseconds (refused) or after the timeout (unroutable).
     parsed = urllib.parse.urlparse(address)
     if not parsed.hostname or not parsed.port:
-        raise TpuUnavailableError(f"--tpu={address}: expected grpc://HOST:PORT")
+        raise TpuUnavailableError(f"--tpu={address}: expected grpc://HOST:PORT (a TPU node's "
+                                  f"worker listens on port 8470)")
     try:
         with socket.create_connection((parsed.hostname, parsed.port),
                                       timeout=TPU_CONNECT_TIMEOUT_SECONDS):
             pass
     except OSError as e:
         raise TpuUnavailableError(
-            f"Cannot reach the TPU worker at {address} (--tpu): {e}. Check the address and "
-            f"that the TPU is running and reachable from this machine.") from e
+            f"Cannot reach the TPU worker at {address} (--tpu): {e}. Fix: check the address "
+            f"and port, that the TPU is running, and that this machine's network reaches it.") \
+            from e
+
+
+def _check_tensorflow_build(tpu):
+    """Fails at once when the installed TensorFlow cannot drive the TPU `tpu` names."""
+    installed = tpu_host.tensorflow_distributions()
+    if len(installed) > 1:
+        raise TpuUnavailableError(
+            f"Several TensorFlow distributions are installed ({', '.join(installed)}), "
+            f"overwriting each other's files. Fix: a fresh virtualenv with only tensorflow-tpu "
+            f"(README.md, section TPU: its install line).")
+    if tpu != "local":
+        return  # a TPU node or a named TPU runs its own TensorFlow; any build can connect
+    if "tensorflow-tpu" not in installed:
+        raise TpuUnavailableError(
+            f"This TensorFlow ({', '.join(installed) or 'unknown'} {tf.__version__}) has no TPU "
+            f"support, which --tpu=local needs. Fix: on the TPU VM, install tensorflow-tpu "
+            f"2.20 with README.md's TPU install line, in a fresh virtualenv.")
+    if not tpu_host.local_tpu_chips() and os.environ.get(tpu_host.LOAD_LIBRARY_VARIABLE) != "1":
+        raise TpuUnavailableError(
+            f"No TPU found on this machine (--tpu=local): no TPU chip device (/dev/accel*, "
+            f"/dev/vfio/*). Fix: run on a TPU VM, or pass a TPU node's --tpu=grpc://HOST:8470 "
+            f"or name, or use --strategy=mirrored (GPUs or CPU); "
+            f"{tpu_host.LOAD_LIBRARY_VARIABLE}=1 makes TensorFlow look anyway.")
+
+
+def explain_tpu_error(tpu, error):
+    """A `TpuUnavailableError` whose one-line message names the cause of `error`, raised by
+    TensorFlow while connecting to, initialising or running on the TPU `tpu`, and the fix.
+
+    Example:
+        >>> explain_tpu_error("grpc://10.2.3.4:8470", tf.errors.NotFoundError(
+        ...     None, None, "Op type not registered 'NormalizeUTF8' in binary running on w-0"))
+        TpuUnavailableError('The TensorFlow running the TPU (--tpu=grpc://10.2.3.4:8470) does
+        not know the op NormalizeUTF8: it is another version than this machine's 2.21.0, ...')
+    """
+    where = f"--tpu={tpu}" if tpu else "--tpu not given"
+    detail = " ".join(str(getattr(error, "message", error)).split())
+    # Graph and eager wording of the same problem.
+    unregistered = re.search(r"Op type not registered '([^']+)'|'([^']+)' is neither a type of a "
+                             r"primitive operation nor a name of a function registered", detail)
+    if unregistered:
+        return TpuUnavailableError(
+            f"The TensorFlow running the TPU ({where}) does not know the op "
+            f"{unregistered.group(1) or unregistered.group(2)}: it is another version than this machine's "
+            f"{tf.__version__}, or has no tensorflow-text. Fix: on a TPU VM, tensorflow-tpu "
+            f"{tf.__version__} (README.md, section TPU); on a TPU node, runtime version "
+            f"tpu-vm-tf-{tf.__version__} and --input_file records instead of raw text.")
+    if "No OpKernel was registered to support Op 'ConfigureDistributedTPU'" in detail:
+        return TpuUnavailableError(
+            f"No TPU behind {where}: the TensorFlow that should drive it has no TPU kernels. "
+            f"Fix: on a TPU VM, --tpu=local with tensorflow-tpu (README.md, section TPU); "
+            f"else a TPU node's grpc://HOST:8470 or name.")
+    if tpu is None and "provide a TPU Name" in detail:
+        return TpuUnavailableError(
+            "No TPU given and none detected (--strategy=tpu without --tpu). Fix: --tpu=local on "
+            "a TPU VM, or a TPU node's --tpu=grpc://HOST:8470 or name.")
+    if "TPUs not found in the cluster" in detail or "TPU_SYSTEM" in detail:
+        return TpuUnavailableError(
+            f"No TPU found ({where}): TensorFlow sees no TPU device ({detail[:200]}). Fix: run "
+            f"on a TPU VM with --tpu=local, check the TPU's name or address, or use "
+            f"--strategy=mirrored (GPUs or CPU).")
+    return TpuUnavailableError(
+        f"Cannot use the TPU ({where}): {detail[:300]}. Fix: check --tpu, that the TPU is "
+        f"running, and that its runtime version is TensorFlow {tf.__version__}.")
 
 
 def _tpu_strategy(tpu):
+    _check_tensorflow_build(tpu)
     if tpu and tpu.startswith("grpc://"):
         _check_reachable(tpu)
     try:
@@ -78,9 +149,7 @@ def _tpu_strategy(tpu):
             tf.config.experimental_connect_to_cluster(resolver)
         tf.tpu.experimental.initialize_tpu_system(resolver)
     except (ValueError, RuntimeError, ImportError, OSError, tf.errors.OpError) as e:
-        raise TpuUnavailableError(
-            f"Cannot use the TPU {tpu if tpu else '(none given, none detected)'} (--tpu): "
-            f"{e}") from e
+        raise explain_tpu_error(tpu, e) from e
     logger.info("TPU %s: %s", tpu, tf.config.list_logical_devices("TPU"))
     return tf.distribute.TPUStrategy(resolver)
 

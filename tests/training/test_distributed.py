@@ -2,12 +2,13 @@ import os
 import socket
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_tf.training.distribution import TpuUnavailableError, create_strategy
+from bert_tf.training.distribution import create_strategy
 from tests.data.pretraining.records import write_pretraining_records
 from tests.resources import REPO_ROOT
 from tests.training.test_pretraining_trainer import PREDICTIONS, SEQ
@@ -50,10 +51,74 @@ def test_strategies_by_name():
         create_strategy("mirrored", tpu="grpc://1.2.3.4:8470")
 
 
-def test_unreachable_tpu_is_a_clear_error():
+def run_tpu_failures(*ways):
+    """{way: (error type, message)} of `tpu_failures.py` run on `ways` in a fresh process."""
+    script = os.path.join(REPO_ROOT, "tests", "training", "tpu_failures.py")
+    result = subprocess.run([sys.executable, script, *ways], capture_output=True, text=True,
+                            timeout=300, cwd=REPO_ROOT)
+    assert result.returncode == 0, result.stderr[-3000:]
+    outcomes = dict(line.split("\t", 1) for line in result.stdout.splitlines())
+    assert sorted(outcomes) == sorted(ways), result.stdout
+    return {way: tuple(outcome.split("\t", 1)) for way, outcome in outcomes.items()}
+
+
+@pytest.fixture
+def cpu_worker():
+    """The address of a TensorFlow gRPC worker on loopback: a machine without TPU (and
+    without tensorflow-text's ops), where a TPU node's worker would listen."""
     port = free_port()
-    with pytest.raises(TpuUnavailableError, match=f"Cannot reach the TPU worker at "
-                                                  f"grpc://127.0.0.1:{port} \\(--tpu\\)"):
-        create_strategy("tpu", tpu=f"grpc://127.0.0.1:{port}")
-    with pytest.raises(TpuUnavailableError, match="expected grpc://HOST:PORT"):
-        create_strategy("tpu", tpu="grpc://no-port")
+    worker = subprocess.Popen([sys.executable, "-c", (
+        "import tensorflow as tf; tf.distribute.Server(tf.train.ClusterSpec({'worker': "
+        f"['127.0.0.1:{port}']}}), job_name='worker', task_index=0).join()")],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(600):  # TensorFlow's import takes a few seconds
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            assert worker.poll() is None, "the gRPC worker died"
+            time.sleep(0.1)
+        yield f"grpc://127.0.0.1:{port}"
+    finally:
+        worker.kill()
+        worker.wait()
+
+
+def assert_one_line_naming(outcome, error_type, *phrases):
+    found_type, message = outcome
+    assert found_type == error_type, outcome
+    assert "\n" not in message and "Traceback" not in message, message
+    assert "Fix:" in message or "expected grpc://" in message, message
+    for phrase in phrases:
+        assert phrase in message, (phrase, message)
+
+
+def test_every_tpu_problem_is_one_line_naming_cause_and_fix():
+    port = free_port()
+    closed = f"grpc://127.0.0.1:{port}"
+    outcomes = run_tpu_failures("local", "local_on_tpu_build", "two_builds", "none", closed,
+                                "grpc://no-port")
+    # This environment's TensorFlow is the plain `tensorflow` build (no TPU kernels).
+    assert_one_line_naming(outcomes["local"], "TpuUnavailableError", "has no TPU support",
+                           "install tensorflow-tpu 2.20")
+    assert_one_line_naming(outcomes["local_on_tpu_build"], "TpuUnavailableError",
+                           "No TPU found on this machine (--tpu=local)", "/dev/accel*",
+                           "--strategy=mirrored")
+    assert_one_line_naming(outcomes["two_builds"], "TpuUnavailableError",
+                           "Several TensorFlow distributions are installed (tensorflow, "
+                           "tensorflow-tpu)", "fresh virtualenv")
+    assert_one_line_naming(outcomes["none"], "TpuUnavailableError",
+                           "No TPU given and none detected", "--tpu=local")
+    assert_one_line_naming(outcomes[closed], "TpuUnavailableError",
+                           f"Cannot reach the TPU worker at {closed} (--tpu)", "refused")
+    assert_one_line_naming(outcomes["grpc://no-port"], "TpuUnavailableError",
+                           "--tpu=grpc://no-port: expected grpc://HOST:PORT")
+
+
+def test_a_worker_without_tpu_or_without_an_op_is_one_line_naming_cause_and_fix(cpu_worker):
+    outcomes = run_tpu_failures(cpu_worker, f"unregistered_op={cpu_worker}")
+    assert_one_line_naming(outcomes[cpu_worker], "TpuUnavailableError",
+                           f"No TPU found (--tpu={cpu_worker})", "TPU_SYSTEM")
+    assert_one_line_naming(outcomes[f"unregistered_op={cpu_worker}"], "TpuUnavailableError",
+                           "does not know the op NormalizeUTF8", "tensorflow-text",
+                           "--input_file records instead of raw text")
