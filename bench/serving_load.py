@@ -7,7 +7,10 @@ name, wrong dtype, empty batch, oversized batch, unknown version, unknown model)
 their INVALID_ARGUMENT / NOT_FOUND. Every valid answer is checked against the SavedModel called
 in process. Reports p50/p99 latency and throughput of the valid requests, then the in-process
 latency at batch 1 and 32 (measured first, before the server starts, so that nothing competes
-for the cores). Everything is bounded: request counts, per-call timeouts and `--time_limit`.
+for the cores). Then `--big_text_clients` concurrent requests of one `--big_text_megabytes` text
+each: how much the server's resident memory grows (VmRSS from /proc), and whether a valid
+request afterwards gets exactly the answer it got before. Everything is bounded: request
+counts, per-call timeouts and `--time_limit`.
 
 The model is a text classifier with a `serving_default` signature over raw strings `text` ->
 `probabilities` (and `label`), as `tools/export_savedmodel.py --export_type=classifier` writes.
@@ -53,6 +56,9 @@ flags.DEFINE_integer("max_batch_size", 32, "Server --max_batch_size.")
 flags.DEFINE_integer("batch_timeout_micros", 2000, "Server --batch_timeout_micros.")
 flags.DEFINE_integer("inprocess_iterations", 10, "Timed calls per batch size in process.")
 flags.DEFINE_float("time_limit", 1200, "Seconds after which clients stop sending.")
+flags.DEFINE_integer("big_text_clients", 16, "Concurrent requests of one big text each, after "
+                     "the load (0: none).")
+flags.DEFINE_integer("big_text_megabytes", 10, "Size of each big text.")
 flags.DEFINE_string("output_json", None, "Also write the results here.")
 FLAGS = flags.FLAGS
 
@@ -315,6 +321,41 @@ def _matches(outputs, expected):
             and int(np.asarray(outputs["label"])[0]) == int(np.argmax(probabilities[0])))
 
 
+def rss_bytes(pid):
+    with open(f"/proc/{pid}/status") as f:
+        return int(re.search(r"VmRSS:\s+(\d+) kB", f.read())[1]) * 1024
+
+
+def big_texts(client_factory, server_pid, text):
+    """Sends `--big_text_clients` concurrent requests of one big text each; returns the
+    server's RSS growth, their statuses, and whether `text` then gets its earlier answer."""
+    import numpy as np
+
+    client = client_factory()
+    before_answer, _ = client.predict({"text": [text]})
+    words = " ".join(WORDS) + " "
+    big = (words * (FLAGS.big_text_megabytes * 2**20 // len(words) + 1))[
+        :FLAGS.big_text_megabytes * 2**20]
+    rss_before = rss_bytes(server_pid)
+
+    def one(_):
+        outputs, status = client_factory().predict({"text": [big]})
+        return "OK" if outputs is not None else status
+
+    with concurrent.futures.ThreadPoolExecutor(FLAGS.big_text_clients) as pool:
+        statuses = list(pool.map(one, range(FLAGS.big_text_clients)))
+    rss_after = rss_bytes(server_pid)
+    after_answer, _ = client.predict({"text": [text]})
+    client.close()
+    return {"big_text_requests": FLAGS.big_text_clients,
+            "big_text_megabytes": FLAGS.big_text_megabytes,
+            "big_text_statuses": {s: statuses.count(s) for s in sorted(set(statuses))},
+            "rss_before_mib": rss_before / 2**20, "rss_after_mib": rss_after / 2**20,
+            "rss_growth_mib": (rss_after - rss_before) / 2**20,
+            "same_answer_after": all(np.array_equal(before_answer[name], after_answer[name])
+                                     for name in before_answer)}
+
+
 def summarize(records, wall_seconds):
     valid = [r for r in records if r[0] == "valid"]
     latencies = [r[2] * 1000 for r in valid if r[1]]
@@ -369,6 +410,8 @@ def main(argv):
             start = time.monotonic()
             records = run_load(client_factory, texts, expected, start + FLAGS.time_limit)
             result = summarize(records, time.monotonic() - start)
+            if FLAGS.big_text_clients:
+                result.update(big_texts(client_factory, server.process.pid, texts[0]))
         finally:
             server.stop()
 
@@ -384,7 +427,8 @@ def main(argv):
         with open(FLAGS.output_json, "w") as f:
             json.dump(result, f, indent=2)
     # The load test's own pass/fail: every valid request answered correctly.
-    return 1 if result["valid_failures"] or result["malformed_wrong_status"] else 0
+    return 1 if (result["valid_failures"] or result["malformed_wrong_status"]
+                 or not result.get("same_answer_after", True)) else 0
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ import sys
 import numpy as np
 import tensorflow as tf
 
+from tests.export.graph_ops import non_core_ops
 from tests.export.task_examples import FEEDS
 from tests.export.tiny_models import encoder_inputs
 
@@ -64,3 +65,13 @@ def test_a_fresh_process_with_only_tensorflow_runs_every_export(encoder_export_d
         for name, value in expected[job["name"]].items():
             np.testing.assert_array_equal(fresh[name], as_numpy(value),
                                           err_msg=f"{job['name']}: {name}")
+
+
+def test_graphs_need_only_core_ops_and_the_wordpiece_op(encoder_export_dir, task_exports):
+    # TF Serving 2.12-2.20 builds carry tf.text's FastWordpieceTokenizeWithOffsets and no other
+    # tf.text op (no RoundRobinTrim...): every export, Classify/Regress signatures included.
+    tasks = sorted(task_exports)
+    found = non_core_ops([encoder_export_dir] + [task_exports[task][0] for task in tasks])
+    assert found[0] == []
+    assert dict(zip(tasks, found[1:])) == {task: ["FastWordpieceTokenizeWithOffsets"]
+                                           for task in tasks}

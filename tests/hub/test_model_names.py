@@ -140,3 +140,21 @@ def test_install_without_a_name_names_the_model_after_its_config(installed, tmp_
         "bert_tf_L1_H16_A2_cased": str(tmp_path / "bert_tf_L1_H16_A2_cased" / "1"),
         "bert_tf_L1_H16_A2_cased_preprocess": str(
             tmp_path / "bert_tf_L1_H16_A2_cased_preprocess" / "1")}
+
+
+def test_keras3_tfsm_layer_runs_the_installed_models_for_inference(model_dir, installed):
+    import keras
+
+    from bert_tf.hub import resolve_model_name
+
+    texts = tf.constant(["Hello unaffable world!", "what is a film?"])
+    preprocess = keras.layers.TFSMLayer(resolve_model_name("bert_tf_base_preprocess"),
+                                        call_endpoint="serving_default")
+    encoder = keras.layers.TFSMLayer(resolve_model_name("bert_tf_base"),
+                                     call_endpoint="serving_default")
+    packed = preprocess(texts)
+    expected = BertPreprocessor(installed[3], lower_case=True, seq_length=16)(texts)
+    for key, value in expected.items():
+        np.testing.assert_array_equal(packed[key], value)
+    np.testing.assert_allclose(encoder(packed)["pooled_output"],
+                               installed[2].encoder(expected)["pooled_output"], atol=1e-5)
