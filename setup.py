@@ -46,7 +46,11 @@ setup(
     long_description=open("README.md", encoding="utf-8").read(),
     long_description_content_type="text/markdown",
     python_requires=">=3.11",
-    packages=find_packages(include=["bert_tf", "bert_tf.*"]),
+    # official_configs/ stays at the top of the checkout and is installed as
+    # bert_tf/official_configs, where BertConfig.from_name looks first.
+    packages=find_packages(include=["bert_tf", "bert_tf.*"]) + ["bert_tf.official_configs"],
+    package_dir={"bert_tf.official_configs": "official_configs"},
+    package_data={"bert_tf.official_configs": ["*.json"]},
     py_modules=["bert_tf_hub_names"],
     cmdclass={"build_py": BuildPyWithHubHook, "editable_wheel": EditableWheelWithHubHook},
     install_requires=[
@@ -61,6 +65,20 @@ setup(
         # declares it only for Python < 3.9.
         "importlib_resources",
     ],
+    # The tools, as bert-tf-<tool> (tools/<tool>.py runs the same code from a checkout).
+    entry_points={"console_scripts": [
+        "bert-tf-build-vocab = bert_tf.cli.build_vocab:run",
+        "bert-tf-convert-checkpoint = bert_tf.cli.convert_checkpoint:run",
+        "bert-tf-create-pretraining-data = bert_tf.cli.create_pretraining_data:run",
+        "bert-tf-export-savedmodel = bert_tf.cli.export_savedmodel:run",
+        "bert-tf-install-hub-model = bert_tf.cli.install_hub_model:run",
+        "bert-tf-run-classifier = bert_tf.cli.run_classifier:run",
+        "bert-tf-run-multiple-choice = bert_tf.cli.run_multiple_choice:run",
+        "bert-tf-run-ner = bert_tf.cli.run_ner:run",
+        "bert-tf-run-pretraining = bert_tf.cli.run_pretraining:run",
+        "bert-tf-run-squad = bert_tf.cli.run_squad:run",
+        "bert-tf-serve = bert_tf.cli.serve:run",
+    ]},
     extras_require={
         "test": ["pytest", "tokenizers"],
         "hub": ["tensorflow-hub", "tf-keras>=2.20,<2.22"],

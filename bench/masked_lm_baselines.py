@@ -30,8 +30,8 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 from absl import app, flags  # noqa: E402
 
-from bert_tf.data.pretraining.records_dataset import (expand_input_files, feature_spec,  # noqa: E402
-                                              read_records, record_lengths)
+from bert_tf.data.pretraining.records_dataset import (  # noqa: E402
+    expand_input_files, feature_spec, read_records, record_lengths)
 
 FLAGS = flags.FLAGS
 flags.DEFINE_string("train_records", None, "Comma-separated globs of training records.")

@@ -2,9 +2,10 @@
 scratch on the Gutenberg sample, against wall-clock time (issue 4: >= 0.30 within 30 minutes
 on 2 cores). Writes the curve as CSV and PNG (docs/pretraining_convergence.{csv,png}).
 
-1. The books (`--corpus`) become documents of sentences (`bert_tf.data.pretraining.prose.read_book`; lines
-   that are not UTF-8, e.g. in chesterton-ball.txt and shakespeare-caesar.txt, which are
-   latin-1, are skipped and counted), cut into passages of 200 sentences, one in 20 held out.
+1. The books (`--corpus`) become documents of sentences
+   (`bert_tf.data.pretraining.prose.read_book`; lines that are not UTF-8, e.g. in
+   chesterton-ball.txt and shakespeare-caesar.txt, which are latin-1, are skipped and
+   counted), cut into passages of 200 sentences, one in 20 held out.
 2. A WordPiece vocabulary is learned from the training text and, for each phase's sequence
    length, `create_pretraining_data`'s records are written (`bert_tf.data.pretraining.inputs`;
    training records with `--masked_lm_prob`, held-out records with the paper's 15 %), in

@@ -1,27 +1,49 @@
-"""bert_tf: BERT (Devlin et al., 2019) for TensorFlow 2 and Keras 3."""
+"""bert_tf: BERT (Devlin et al., 2019) for TensorFlow 2 and Keras 3.
 
+The names below are imported on first use, so `import bert_tf.cli.app` (or any module that
+needs no TensorFlow) stays free of TensorFlow: the command-line tools set its logging up
+before it loads.
+
+Example:
+    >>> from bert_tf import BertConfig, BertEncoder
+    >>> encoder = BertEncoder(BertConfig.from_name("bert_tiny"))
+"""
+
+import importlib
 import os
+import sys
 
 # Keras 3 reads its backend once, at import: this package's layers are TensorFlow code.
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
-
-import keras  # noqa: E402
-
-if keras.backend.backend() != "tensorflow":
+_backend = (sys.modules["keras"].backend.backend() if "keras" in sys.modules
+            else os.environ["KERAS_BACKEND"])
+if _backend != "tensorflow":
     raise ImportError(f"bert_tf needs the TensorFlow Keras backend, but KERAS_BACKEND is "
-                      f"{keras.backend.backend()!r}: set KERAS_BACKEND=tensorflow.")
+                      f"{_backend!r}: set KERAS_BACKEND=tensorflow.")
 
-from bert_tf.config import BertConfig  # noqa: E402
-from bert_tf.models.bert_classifier import BertClassifier  # noqa: E402
-from bert_tf.models.bert_encoder import BertEncoder  # noqa: E402
-from bert_tf.models.bert_feature_extractor import BertFeatureExtractor  # noqa: E402
-from bert_tf.models.bert_multiple_choice import BertMultipleChoice  # noqa: E402
-from bert_tf.models.bert_span_labeler import BertSpanLabeler  # noqa: E402
-from bert_tf.models.bert_token_classifier import BertTokenClassifier  # noqa: E402
-from bert_tf.text.bert_preprocessor import BertPreprocessor  # noqa: E402
-from bert_tf.text.bert_tokenizer import BertTokenizer  # noqa: E402
-from bert_tf.export.preprocessor_export import export_preprocessor  # noqa: E402
+# Public name -> the module defining it.
+_EXPORTS = {
+    "BertConfig": "bert_tf.config",
+    "BertEncoder": "bert_tf.models.bert_encoder",
+    "BertClassifier": "bert_tf.models.bert_classifier",
+    "BertSpanLabeler": "bert_tf.models.bert_span_labeler",
+    "BertTokenClassifier": "bert_tf.models.bert_token_classifier",
+    "BertMultipleChoice": "bert_tf.models.bert_multiple_choice",
+    "BertFeatureExtractor": "bert_tf.models.bert_feature_extractor",
+    "BertPreprocessor": "bert_tf.text.bert_preprocessor",
+    "BertTokenizer": "bert_tf.text.bert_tokenizer",
+    "export_preprocessor": "bert_tf.export.preprocessor_export",
+}
+__all__ = list(_EXPORTS)
 
-__all__ = ["BertConfig", "BertEncoder", "BertClassifier", "BertSpanLabeler", "BertTokenClassifier",
-           "BertMultipleChoice", "BertFeatureExtractor", "BertPreprocessor", "BertTokenizer",
-           "export_preprocessor"]
+
+def __getattr__(name):
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'bert_tf' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_EXPORTS[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_EXPORTS))

@@ -30,8 +30,18 @@ SIZE_LIMITS = {
 # And on the whole: 10 billion parameters (40 GB in float32), 30x BERT-Large's 335 million.
 MAX_PARAMETERS = 10_000_000_000
 
-_OFFICIAL_CONFIG_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                                    "official_configs")
+
+def official_config_dir():
+    """The directory of the shipped configs: `bert_tf/official_configs` in an installed package
+    (setup.py puts them there), else `official_configs/` at the top of this checkout."""
+    package_dir = os.path.dirname(os.path.abspath(__file__))
+    candidates = [os.path.join(package_dir, "official_configs"),
+                  os.path.join(os.path.dirname(package_dir), "official_configs")]
+    for directory in candidates:
+        if os.path.isdir(directory):
+            return directory
+    raise FileNotFoundError(f"No official_configs directory in {' or '.join(candidates)}: "
+                            f"reinstall bert_tf")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -116,9 +126,10 @@ class BertConfig:
     @classmethod
     def from_name(cls, name):
         """The config shipped in `official_configs/`, e.g. `BertConfig.from_name("bert_base")`."""
-        path = os.path.join(_OFFICIAL_CONFIG_DIR, f"{name}.json")
+        directory = official_config_dir()
+        path = os.path.join(directory, f"{name}.json")
         if not os.path.exists(path):
-            names = sorted(f[:-5] for f in os.listdir(_OFFICIAL_CONFIG_DIR) if f.endswith(".json"))
+            names = sorted(f[:-5] for f in os.listdir(directory) if f.endswith(".json"))
             raise ValueError(f"Unknown config name {name!r}; known: {', '.join(names)}")
         return cls.from_json_file(path)
 

@@ -1,56 +1,7 @@
-"""Installs a BERT encoder under a short name, so that `hub.KerasLayer("bert_tf_base")` works.
+"""Runs bert_tf.cli.install_hub_model (installed as bert-tf-install-hub-model)."""
 
-Exports the encoder of --init_checkpoint (with its MLM head when the checkpoint has one) as
-`<name>` and the matching text preprocessing as `<name>_preprocess`, into the local model
-directory: --hub_dir, else $BERT_TF_HUB_DIR, else ~/.cache/bert_tf/hub. Each install adds a new
-version (`<dir>/<name>/<version>/`); names resolve to the highest.
+from bert_tf.cli.install_hub_model import run
 
-Example (Google's BERT-Base, uncased; or any checkpoint convert_checkpoint.py wrote):
-    python tools/install_hub_model.py --init_checkpoint=uncased_L-12_H-768_A-12
-    python -c 'import bert_tf, tensorflow_hub as hub; hub.KerasLayer("bert_tf_base")'
-"""
-
-import os
-import sys
-
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from absl import app, flags  # noqa: E402
-
-flags.DEFINE_string("init_checkpoint", None, "Checkpoint directory or prefix: this package's, "
-                    "Google's or Hugging Face's.")
-flags.DEFINE_string("name", "bert_tf_base", "Short model name, bert_tf_...")
-flags.DEFINE_string("vocab_file", None, "vocab.txt; defaults to the one beside "
-                    "--init_checkpoint.")
-flags.DEFINE_bool("do_lower_case", True, "Whether the vocabulary is uncased.")
-flags.DEFINE_string("bert_config_file", None, "bert_config.json; defaults to the one beside "
-                    "--init_checkpoint.")
-flags.DEFINE_integer("seq_length", 128, "The preprocessor's packed sequence length.")
-flags.DEFINE_string("hub_dir", None, "Model directory; defaults to $BERT_TF_HUB_DIR or "
-                    "~/.cache/bert_tf/hub.")
-flags.mark_flags_as_required(["init_checkpoint"])
-FLAGS = flags.FLAGS
-
-
-def main(argv):
-    if len(argv) > 1:
-        raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
-    from bert_tf.checkpoints import CheckpointMismatchError, UnsupportedCheckpointError
-    from bert_tf.hub import install_model
-
-    try:
-        installed = install_model(
-            FLAGS.init_checkpoint, name=FLAGS.name, vocab_file=FLAGS.vocab_file,
-            do_lower_case=FLAGS.do_lower_case, bert_config_file=FLAGS.bert_config_file,
-            seq_length=FLAGS.seq_length, directory=FLAGS.hub_dir)
-    except (CheckpointMismatchError, UnsupportedCheckpointError, FileNotFoundError,
-            ValueError) as e:
-        print(f"install_hub_model: {e}", file=sys.stderr)
-        return 1
-    for name, path in installed.items():
-        print(f"Installed {name} at {path}")
-    return 0
-
-
+# Worker processes started with "spawn" import this file again: only the program runs the tool.
 if __name__ == "__main__":
-    app.run(main)
+    run()

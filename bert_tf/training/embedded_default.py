@@ -1,4 +1,4 @@
-"""The embedded default job: what `python tools/run_pretraining.py` does with no flags at all.
+"""The embedded default job: what `bert-tf-run-pretraining` does with no flags at all.
 
 A complete pre-training from scratch that needs nothing but this package and Python, and takes
 a few minutes on two CPU cores, so that a new user sees every stage work on their machine:
@@ -6,8 +6,8 @@ a few minutes on two CPU cores, so that a new user sees every stage work on thei
 1. corpus: the Python standard library's docstrings (`stdlib_corpus`; 1.35 MB in Python 3.11,
    one module per document), one passage in 20 held out;
 2. a WordPiece vocabulary (uncased; about 2.5k tokens: the learner keeps pieces seen at least
-   10 times) learned from it (`tools/build_vocab.py`'s learner, 2 refinement passes);
-3. pre-training TFRecords (`tools/create_pretraining_data.py`'s writer: seq 128, 20
+   10 times) learned from it (`bert-tf-build-vocab`'s learner, 2 refinement passes);
+3. pre-training TFRecords (`bert-tf-create-pretraining-data`'s writer: seq 128, 20
    predictions, 5 copies with different masks);
 4. training `bert_tiny` (with the learned vocabulary's size) with the tool's trainer: a
    progress bar with a falling loss, checkpoints, TensorBoard scalars;
@@ -17,8 +17,8 @@ a few minutes on two CPU cores, so that a new user sees every stage work on thei
 Everything goes under one output directory (`DEFAULT_OUTPUT_DIR` unless `--output_dir`);
 running again resumes from there: finished stages are skipped, training continues from its
 last checkpoint, and a finished job only evaluates and summarises again. Every training flag
-of the tool still applies (`--num_train_steps`, `--strategy`, ...); `FLAG_DEFAULTS` are the
-job's own defaults for them.
+of the tool still applies (`--num_train_steps`, `--strategy`, ...); `SETTINGS` are the job's
+own defaults for them.
 
 Example:
     >>> inputs = prepare_inputs("/tmp/bert_tf_pretraining_default")
@@ -26,6 +26,7 @@ Example:
     '/tmp/bert_tf_pretraining_default/data/bert_config.json'
 """
 
+import dataclasses
 import os
 import tempfile
 
@@ -38,23 +39,30 @@ CONFIG_NAME = "bert_tiny"
 CORPUS_MEGABYTES = 2.0
 VOCAB_SIZE = 4096
 MAX_SEQ_LENGTH, MAX_PREDICTIONS_PER_SEQ, DUPE_FACTOR = 128, 20, 5
-# The tool's flags as this job sets them unless given: a few minutes of training on 2 cores.
-# A compact model learns fastest with a large learning rate. One device, no XLA: on a CPU,
-# TensorFlow's own (oneDNN) kernels run this model's step 2-3x faster than XLA's CPU code
-# (measured: bert_tiny, batch 32, seq 128), and a single replica needs no MirroredStrategy.
-FLAG_DEFAULTS = {
-    "output_dir": DEFAULT_OUTPUT_DIR,
-    "strategy": "one_device",
-    "jit_compile": False,
-    "train_batch_size": 32,
-    "num_train_steps": 800,
-    "num_warmup_steps": 80,
-    "learning_rate": 1e-3,
-    "save_checkpoints_steps": 200,
-    "steps_per_execution": 20,
-    "do_eval": True,
-    "eval_batch_size": 32,
-}
+
+
+@dataclasses.dataclass(frozen=True)
+class JobSettings:
+    """How the job trains, unless the user says otherwise: a few minutes on 2 cores.
+
+    A compact model learns fastest with a large learning rate. One device, no XLA: on a CPU,
+    TensorFlow's own (oneDNN) kernels run this model's step 2-3x faster than XLA's CPU code
+    (measured: bert_tiny, batch 32, seq 128), and a single replica needs no MirroredStrategy.
+    """
+    output_dir: str = DEFAULT_OUTPUT_DIR
+    strategy: str = "one_device"
+    jit_compile: bool = False
+    global_batch_size: int = 32
+    num_train_steps: int = 800
+    num_warmup_steps: int = 80
+    learning_rate: float = 1e-3
+    save_checkpoints_steps: int = 200
+    steps_per_execution: int = 20
+    evaluate: bool = True
+    eval_batch_size: int = 32
+
+
+SETTINGS = JobSettings()
 
 
 def prepare_inputs(output_dir, corpus_megabytes=CORPUS_MEGABYTES, vocab_size=VOCAB_SIZE,

@@ -43,6 +43,6 @@ def test_a_pattern_matching_no_file_is_named(tmp_path):
                       f"--output_file={tmp_path}/out.tfrecord", f"--vocab_file={vocab}")
     assert result.returncode == 1
     assert result.stderr.strip().endswith(
-        f"create_pretraining_data.py: error: --input_file: '{tmp_path}/nothing-*.txt' "
+        f"create_pretraining_data: error: --input_file: '{tmp_path}/nothing-*.txt' "
         f"matches no file")
     assert not os.path.exists(tmp_path / "out.tfrecord")

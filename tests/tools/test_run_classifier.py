@@ -248,10 +248,11 @@ def test_sts_b_is_a_regression(workspace, tmp_path):
 @pytest.mark.parametrize("files, flags, message", [
     ({}, [], "SST-2 data file {data}/train.tsv does not exist"),
     ({"train.tsv": "sentence\tlabel\nfine\t1\ndull\tnegative\n"}, [],
-     "run_classifier: {data}/train.tsv:3: unknown label 'negative' in column 'label'; SST-2's "
-     "labels are ['0', '1']"),
+     "run_classifier: error: {data}/train.tsv:3: unknown label 'negative' in column 'label'; "
+     "SST-2's labels are ['0', '1']"),
     ({"train.tsv": "sentence\tlabel\nfine\t1\n", "dev.tsv": "sentence,label\nfine,1\n"},
-     ["--do_eval"], "run_classifier: {data}/dev.tsv:1: no column 'sentence', which SST-2 needs"),
+     ["--do_eval"],
+     "run_classifier: error: {data}/dev.tsv:1: no column 'sentence', which SST-2 needs"),
     ({"train.tsv": "sentence\tlabel\nfine\t1\n", "test.tsv": "index\tsentence\n0\ta\tb\n"},
      ["--do_predict"], "{data}/test.tsv:2: 3 tab-separated column(s), expected 2"),
     ({"train.tsv": ""}, [], "{data}/train.tsv is empty"),
@@ -286,8 +287,8 @@ def test_a_max_seq_length_beyond_the_position_embeddings_is_refused(workspace, t
                       "--do_train", "--max_seq_length=513")
     assert result.returncode != 0
     limit = tiny_config().max_position_embeddings
-    assert (f"--max_seq_length 513 exceeds the encoder's max_position_embeddings ({limit})"
-            in result.stderr)
+    assert (f"run_classifier: error: max_seq_length 513 exceeds the encoder's "
+            f"max_position_embeddings ({limit})" in result.stderr)
     assert not (tmp_path / "out").exists()  # refused before anything was written
 
 

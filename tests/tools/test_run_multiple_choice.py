@@ -131,8 +131,8 @@ def test_bad_input_names_file_line_and_column(data, trained, tmp_path):
     result = run_tool("run_multiple_choice.py", *base_flags(data, tmp_path / "out", "--do_train",
                                                             data_dir=tmp_path))
     assert result.returncode == 1
-    assert (f"run_multiple_choice: {tmp_path}/train.csv:2: column 'label' is '4', not a choice "
-            f"index 0..1") in result.stderr
+    assert (f"run_multiple_choice: error: {tmp_path}/train.csv:2: column 'label' is '4', not a "
+            f"choice index 0..1") in result.stderr
     (tmp_path / "val.csv").write_text("sent1,ending0,ending1,label\na,c,d,1\n")
     result = run_tool("run_multiple_choice.py", *base_flags(data, output_dir, "--do_eval",
                                                             data_dir=tmp_path))

@@ -17,11 +17,12 @@ from bert_tf.text.vocab import load_vocab
 from tests.data.pretraining.records import write_pretraining_records
 from tests.data.pretraining.toy_corpus import CLS as CLS_ID
 from tests.data.pretraining.toy_corpus import SEP as SEP_ID
-from tests.data.pretraining.toy_corpus import VOCAB, numbered_documents, word_ids, write_corpus, write_vocab
+from tests.data.pretraining.toy_corpus import (VOCAB, numbered_documents, word_ids, write_corpus,
+                                               write_vocab)
 from tests.training.test_distributed import free_port
 from tests.training.test_schedule import googles_learning_rate
-from tests.tools.tool_runs import (kill_at_first_checkpoint, latest_step, run_tool, scalar_curves,
-                                   tool_command)
+from tests.tools.tool_runs import (eval_results, kill_at_first_checkpoint, latest_step, run_tool,
+                                   scalar_curves, tool_command, tool_env)
 
 TOOL = "run_pretraining.py"
 CONFIG = {"vocab_size": 40, "hidden_size": 16, "num_hidden_layers": 1, "num_attention_heads": 2,
@@ -83,13 +84,12 @@ def test_trains_googles_records_checkpoints_and_evaluates(reference):
         rtol=1e-5, atol=1e-12)
     losses = [v for _, v in scalars["loss"]]
     assert np.mean(losses[-20:]) < np.mean(losses[:20]) - 0.1  # it learns
-    results = dict(line.split(" = ") for line in
-                   open(os.path.join(reference, "eval_results.txt")).read().splitlines())
-    assert int(results["global_step"]) == STEPS and int(results["examples"]) == HELD_OUT
+    results = eval_results(reference)
+    assert results["global_step"] == STEPS and results["examples"] == HELD_OUT
     assert set(results) == METRIC_TAGS | {"global_step", "examples"}
-    assert 0.0 <= float(results["masked_lm_accuracy"]) <= 1.0
+    assert 0.0 <= results["masked_lm_accuracy"] <= 1.0
     evaluation = scalar_curves(os.path.join(reference, "eval"))
-    assert evaluation["masked_lm_loss"] == [(STEPS, pytest.approx(float(results["masked_lm_loss"]),
+    assert evaluation["masked_lm_loss"] == [(STEPS, pytest.approx(results["masked_lm_loss"],
                                                                   rel=1e-6))]
 
 
@@ -126,7 +126,7 @@ def test_a_corrupt_file_is_named(data, tmp_path):
         f"--input_file={data['heldout']},{truncated}", "--num_train_steps=50",
         "--num_warmup_steps=0", "--train_batch_size=8", "--strategy=cpu", "--nojit_compile")
     assert result.returncode != 0
-    assert f"InputFileError: {truncated}: corrupt, truncated" in result.stderr
+    assert f"run_pretraining: error: {truncated}: corrupt, truncated" in result.stderr
 
 
 def test_evaluation_names_a_truncated_file(data, reference, tmp_path):
@@ -181,8 +181,8 @@ def test_held_out_records_keep_their_own_lengths(data, tmp_path):
     result = run_tool(TOOL, *flags, f"--output_dir={tmp_path / 'out'}",
                       f"--eval_input_file={heldout}")
     assert result.returncode == 0, result.stderr[-3000:]
-    results = open(tmp_path / "out" / "eval_results.txt").read()
-    assert "global_step = 4\n" in results and f"examples = {HELD_OUT}\n" in results
+    results = eval_results(tmp_path / "out")
+    assert results["global_step"] == 4 and results["examples"] == HELD_OUT
 
     too_long = tmp_path / "heldout-32.tfrecord"
     write_pretraining_records(too_long, 4, 32, 5, vocab_size=40, seed=5)
@@ -213,8 +213,8 @@ def test_two_workers_train_and_checkpoint_with_multi_worker_mirrored(data, tmp_p
              f"--eval_input_file={data['heldout']}", "--eval_batch_size=8"]
     workers = [subprocess.Popen(
         tool_command(TOOL, *flags), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env={**os.environ, "TF_CONFIG": json.dumps({"cluster": cluster,
-                                                    "task": {"type": "worker", "index": i}})})
+        env=tool_env({"TF_CONFIG": json.dumps({"cluster": cluster,
+                                               "task": {"type": "worker", "index": i}})}))
         for i in range(2)]
     try:
         outputs = [worker.communicate(timeout=900) for worker in workers]
@@ -237,8 +237,7 @@ def test_two_workers_train_and_checkpoint_with_multi_worker_mirrored(data, tmp_p
     assert reports[0].split("records: ")[1] == reports[1].split("records: ")[1]
     metrics = eval(reports[0].split("records: ")[1])  # the logged dict of floats
     assert np.isfinite(list(metrics.values())).all() and metrics["examples"] == HELD_OUT
-    results = open(os.path.join(output_dir, "eval_results.txt")).read()
-    assert f"examples = {HELD_OUT}" in results
+    assert eval_results(output_dir)["examples"] == HELD_OUT
 
 
 def test_raw_text_trains_with_dynamic_masking_evaluates_gzip_records_and_exports(data, tmp_path):
@@ -269,8 +268,8 @@ def test_raw_text_trains_with_dynamic_masking_evaluates_gzip_records_and_exports
     # Evaluated after each checkpoint, and not once more at the end.
     curve = scalar_curves(os.path.join(output_dir, "eval"))["masked_lm_accuracy"]
     assert [step for step, _ in curve] == [6, 12]
-    results = open(os.path.join(output_dir, "eval_results.txt")).read()
-    assert "global_step = 12\n" in results and f"examples = {HELD_OUT}\n" in results
+    results = eval_results(output_dir)
+    assert results["global_step"] == 12 and results["examples"] == HELD_OUT
 
     assert os.listdir(output_dir / "export") == ["12"]
     encoder = tf.saved_model.load(str(output_dir / "export" / "12"))
@@ -285,7 +284,7 @@ def test_raw_text_trains_with_dynamic_masking_evaluates_gzip_records_and_exports
 
 def test_no_flags_runs_the_embedded_default_job_and_a_rerun_finds_it_done(tmp_path):
     output_dir = tmp_path / "default"
-    # The default job at a smaller budget: what `python tools/run_pretraining.py` does.
+    # The default job at a smaller budget: what `bert-tf-run-pretraining` does.
     budget = [f"--output_dir={output_dir}", "--embedded_corpus_mb=0.15",
               "--embedded_vocab_size=600", "--num_train_steps=20", "--num_warmup_steps=2",
               "--steps_per_execution=5", "--save_checkpoints_steps=10"]
@@ -305,9 +304,8 @@ def test_no_flags_runs_the_embedded_default_job_and_a_rerun_finds_it_done(tmp_pa
     assert latest_step(output_dir) == 20
     losses = [loss for _, loss in scalar_curves(os.path.join(output_dir, "train"))["loss"]]
     assert len(losses) == 4 and losses[-1] < losses[0] - 0.5, losses   # it learns
-    results = dict(line.split(" = ") for line in
-                   open(output_dir / "eval_results.txt").read().splitlines())
-    assert results["global_step"] == "20" and int(results["examples"]) > 0
+    results = eval_results(output_dir)
+    assert results["global_step"] == 20 and results["examples"] > 0
 
     export = output_dir / "export" / "20"
     encoder = tf.saved_model.load(str(export))
@@ -319,7 +317,7 @@ def test_no_flags_runs_the_embedded_default_job_and_a_rerun_finds_it_done(tmp_pa
     assert outputs["pooled_output"].shape == (1, config.hidden_size)
     for line in ("Embedded default pre-training: bert_tiny", f"training loss      "
                  f"{losses[0]:.3f} at step 5 -> {losses[-1]:.3f} at step 20",
-                 f"masked_lm_accuracy {float(results['masked_lm_accuracy']):.3f}",
+                 f"masked_lm_accuracy {results['masked_lm_accuracy']:.3f}",
                  f"encoder SavedModel {export} "):
         assert line in result.stdout, result.stdout
 

@@ -172,7 +172,7 @@ def test_bad_input_is_named(pretrained, tmp_path):
         "run_squad.py", f"--init_checkpoint={pretrained}", f"--output_dir={tmp_path / 'out'}",
         "--do_train", f"--train_file={broken}")
     assert result.returncode == 1
-    assert f"run_squad: {broken}: not valid JSON at line 2, column 26" in result.stderr
+    assert f"run_squad: error: {broken}: not valid JSON at line 2, column 26" in result.stderr
     assert not os.path.exists(tmp_path / "out")        # failed before building anything
 
     result = run_tool(

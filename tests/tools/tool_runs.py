@@ -8,6 +8,7 @@ Example:
     >>> killed_at = kill_at_first_checkpoint("run_pretraining.py", flags, output_dir)
 """
 
+import json
 import os
 import signal
 import subprocess
@@ -25,17 +26,29 @@ def tool_command(tool, *flags):
     return [sys.executable, os.path.join(REPO_ROOT, "tools", tool), *flags]
 
 
+def tool_env(env=None):
+    """The environment of a tool's process: this checkout's bert_tf first on the path (whatever
+    is installed), TensorFlow's C++ INFO/WARNING lines off, then `env`."""
+    path = os.pathsep.join(filter(None, [REPO_ROOT, os.environ.get("PYTHONPATH")]))
+    return {**os.environ, "PYTHONPATH": path, "TF_CPP_MIN_LOG_LEVEL": "2", **(env or {})}
+
+
 def run_tool(tool, *flags, env=None, timeout=900):
     """Runs `tools/<tool>` in a fresh process; returns the CompletedProcess (text output)."""
     return subprocess.run(tool_command(tool, *flags), capture_output=True, text=True,
-                          timeout=timeout,
-                          env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", **(env or {})})
+                          timeout=timeout, env=tool_env(env))
 
 
 def latest_step(directory):
     """The step of the newest checkpoint in `directory`, or None."""
     latest = tf.train.latest_checkpoint(str(directory))
     return int(latest.rsplit("-", 1)[1]) if latest else None
+
+
+def eval_results(output_dir):
+    """The `eval_results.json` a job wrote to `output_dir`."""
+    with open(os.path.join(output_dir, "eval_results.json"), encoding="utf-8") as f:
+        return json.load(f)
 
 
 def scalar_curves(directory):
@@ -49,7 +62,7 @@ def kill_at_first_checkpoint(tool, flags, output_dir, timeout=600):
     """Starts `tools/<tool>`, SIGKILLs it as soon as `output_dir` holds a checkpoint and returns
     that checkpoint's step (the test fails if the job ends first or writes none in time)."""
     job = subprocess.Popen(tool_command(tool, *flags), stdout=subprocess.DEVNULL,
-                           stderr=subprocess.DEVNULL)
+                           stderr=subprocess.DEVNULL, env=tool_env())
     try:
         deadline = time.monotonic() + timeout
         while latest_step(output_dir) is None and job.poll() is None:

@@ -11,7 +11,8 @@ from bert_tf.data.pretraining.dynamic_masking_dataset import dynamic_masking_dat
 from bert_tf.data.pretraining.records_dataset import training_dataset
 from bert_tf.text.bert_tokenizer import BertTokenizer
 from tests.data.pretraining.records import write_pretraining_records
-from tests.data.pretraining.toy_corpus import CLS, FIRST_NUMBERED, PAD, SEP, VOCAB, numbered_documents
+from tests.data.pretraining.toy_corpus import (CLS, FIRST_NUMBERED, PAD, SEP, VOCAB,
+                                               numbered_documents)
 from tests.resources import minilm_dir, shared_data_path
 
 SEQ_LENGTH, PREDICTIONS, BATCH = 24, 4, 8

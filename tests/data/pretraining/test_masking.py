@@ -10,8 +10,8 @@ import pytest
 import tensorflow as tf
 
 from bert_tf.data.pretraining.masking import MaskedLmVocab, create_masked_lm_predictions, mask_batch
-from tests.data.pretraining.toy_corpus import (ABLE, AFF, CLS, FIRST_NUMBERED, MASK, PAD, SEP, UN, VOCAB,
-                                   word_ids)
+from tests.data.pretraining.toy_corpus import (ABLE, AFF, CLS, FIRST_NUMBERED, MASK, PAD, SEP,
+                                               UN, VOCAB, word_ids)
 
 VOCAB_INFO = MaskedLmVocab(VOCAB)
 

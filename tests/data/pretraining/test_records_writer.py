@@ -14,8 +14,8 @@ from bert_tf.data.pretraining.records_writer import write_pretraining_data
 from bert_tf.data.pretraining.records_dataset import (count_records, feature_spec, record_lengths,
                                               training_dataset)
 from bert_tf.text.vocab import load_vocab
-from tests.data.pretraining.toy_corpus import (CLS, FIRST_NUMBERED, SEP, numbered_documents, write_corpus,
-                                   write_vocab)
+from tests.data.pretraining.toy_corpus import (CLS, FIRST_NUMBERED, SEP, numbered_documents,
+                                               write_corpus, write_vocab)
 from tests.resources import minilm_dir, shared_data_path
 
 OPTIONS = {"max_seq_length": 24, "max_predictions_per_seq": 4, "dupe_factor": 2}

@@ -1,0 +1,91 @@
+"""The entry point of every command-line tool: absl flags, help that lists the tool's flags,
+and errors in one line.
+
+`run_tool(main, define_flags)` defines the tool's flags, makes every flag of the `bert_tf.cli`
+modules a key flag of the program (absl's `--help` / `--helpshort` list only the key flags of
+`sys.argv[0]`, which the flags of a library module never are), shows the tool module's
+docstring as its usage, and runs `main()` under `absl.app.run` (no tool takes positional
+arguments). An exception from `main` ends the program with one line on stderr and exit
+status 1:
+
+    run_classifier: error: glue/SST-2/dev.tsv:4: expected 2 columns, got 3
+
+with the traceback before it when --verbosity is 1 or more. A usage error (`app.UsageError`)
+gives the same line and a pointer to --helpshort instead of absl's docstring and flag list.
+
+Example (the end of bert_tf/cli/serve.py):
+    def run():
+        run_tool(main, define_flags)
+"""
+
+import sys
+import traceback
+
+from absl import app, flags
+
+FLAGS = flags.FLAGS
+
+# Errors about the user's input, files or environment: their message says it all. Anything
+# else (KeyError, TypeError, ...) is a bug and keeps its type name.
+_USER_ERRORS = (ValueError, OSError, RuntimeError)
+
+
+def error_line(tool, error, traceback_hint=True):
+    """`<tool>: error: <message>` of `error`, on one line; for an error that is not about the
+    user's input (a bug), with its type and, if `traceback_hint`, how to see where it arose.
+
+    Example:
+        >>> error_line("run_ner", KeyError("B-XYZ"))
+        "run_ner: error: KeyError: 'B-XYZ' (--verbosity=1 prints the traceback)"
+    """
+    # tf.errors.OpError keeps the bare message apart from the op's context.
+    message = getattr(error, "message", None)
+    message = " ".join((message if isinstance(message, str) else str(error)).split())
+    if isinstance(error, _USER_ERRORS) and message:
+        return f"{tool}: error: {message}"
+    detail = f"{type(error).__name__}: {message}" if message else type(error).__name__
+    hint = " (--verbosity=1 prints the traceback)" if traceback_hint else ""
+    return f"{tool}: error: {detail}{hint}"
+
+
+def _register_key_flags():
+    """Makes the flags of every loaded `bert_tf.cli` module key flags of `sys.argv[0]` (the
+    module absl's help describes), so that a console script's help lists them."""
+    for module, module_flags in FLAGS.flags_by_module_dict().items():
+        if module.startswith(__package__ + "."):
+            for flag in module_flags:
+                FLAGS.register_key_flag_for_module(sys.argv[0], flag)
+
+
+def run_tool(main, define_flags):
+    """Runs the tool whose `main` is given (see the module docstring) on `sys.argv`.
+
+    Args:
+        main: the tool's main function, without arguments; its module names the tool and
+            gives the usage text.
+        define_flags: a function defining the tool's flags (with the shared groups it uses).
+    """
+    tool_module = sys.modules[main.__module__]
+    tool = main.__module__.rsplit(".", 1)[-1]
+    define_flags()
+    _register_key_flags()
+    # absl prints __main__'s docstring as the usage: a console script's own has none.
+    sys.modules["__main__"].__doc__ = tool_module.__doc__
+
+    def main_with_one_line_errors(remaining_argv):
+        try:
+            if len(remaining_argv) > 1:
+                raise app.UsageError(f"unexpected arguments: {remaining_argv[1:]}")
+            return main()
+        except app.UsageError as error:
+            print(f"{tool}: error: {error}\nPass --helpshort or --helpfull to see help on "
+                  f"flags.", file=sys.stderr)
+            return error.exitcode
+        except Exception as error:  # noqa: BLE001 (every failure becomes one line)
+            verbose = FLAGS.verbosity >= 1
+            if verbose:
+                traceback.print_exc()
+            print(error_line(tool, error, traceback_hint=not verbose), file=sys.stderr)
+            return 1
+
+    app.run(main_with_one_line_errors)

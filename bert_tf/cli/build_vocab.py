@@ -1,0 +1,70 @@
+"""Learns a WordPiece vocabulary (`vocab.txt`) from plain-text files.
+
+Text goes through the same in-graph basic tokenization as the model's inputs (clean-up, CJK and
+punctuation splitting, and with --do_lower_case accent stripping + lower-casing), so the learned
+pieces are exactly what `BertTokenizer` will look up. Files are streamed line by line in
+batches, so their size does not matter; lines with invalid UTF-8 are kept, their invalid bytes
+dropped. The vocabulary starts with [PAD] [UNK] [CLS] [SEP] [MASK] (ids 0-4), then every kept
+character alone and as a `##` continuation, then word pieces by frequency, at most
+--vocab_size tokens in all.
+
+Example:
+    bert-tf-build-vocab --input_file='corpus/*.txt' --output_file=vocab.txt \\
+        --vocab_size=30522 --do_lower_case
+"""
+
+from absl import flags
+
+from bert_tf.cli.app import run_tool
+
+FLAGS = flags.FLAGS
+
+
+def define_flags():
+    flags.DEFINE_string("input_file", None, "Text files: comma-separated paths or glob patterns.")
+    flags.DEFINE_string("output_file", None, "Where to write the vocabulary, one token per line.")
+    flags.DEFINE_integer("vocab_size", 30522, "Target (maximum) number of tokens.")
+    flags.DEFINE_bool("do_lower_case", True, "Strip accents and lower-case (uncased BERT); "
+                      "--nodo_lower_case for a cased vocabulary.")
+    flags.DEFINE_integer("max_unique_chars", 1000, "Most frequent characters kept as tokens; words "
+                         "with rarer characters do not count towards the word pieces.")
+    flags.mark_flags_as_required(["input_file", "output_file"])
+
+
+def input_paths(patterns):
+    """The files named by comma-separated paths/glob patterns; an error names a pattern that
+    matches nothing."""
+    import tensorflow as tf
+
+    paths = []
+    for pattern in filter(None, (p.strip() for p in patterns.split(","))):
+        matches = sorted(tf.io.gfile.glob(pattern))
+        if not matches:
+            raise FileNotFoundError(f"--input_file: no file matches {pattern!r}")
+        paths.extend(matches)
+    return paths
+
+
+def read_lines(paths):
+    """Yields each line of each file as bytes, one file at a time."""
+    import tensorflow as tf
+
+    for path in paths:
+        with tf.io.gfile.GFile(path, "rb") as f:
+            yield from f
+
+
+def main():
+    from bert_tf.text.vocab import count_words, learn_vocab, save_vocab
+
+    paths = input_paths(FLAGS.input_file)
+    counts = count_words(read_lines(paths), lower_case=FLAGS.do_lower_case)
+    vocab = learn_vocab(counts, FLAGS.vocab_size, max_unique_chars=FLAGS.max_unique_chars)
+    save_vocab(vocab, FLAGS.output_file)
+    print(f"Read {len(paths)} file(s), {sum(counts.values()):,} words ({len(counts):,} distinct); "
+          f"wrote {len(vocab):,} tokens to {FLAGS.output_file}")
+    return 0
+
+
+def run():
+    run_tool(main, define_flags)

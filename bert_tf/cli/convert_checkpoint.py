@@ -1,0 +1,54 @@
+"""Converts a Google or Hugging Face BERT checkpoint into bert_tf's own TF2 checkpoint.
+
+The source format is detected: a Google TF1 checkpoint prefix (`.../bert_model.ckpt`) or the
+directory Google's download unpacks to, or a Hugging Face directory / `model.safetensors`
+(PyTorch `pytorch_model.bin` pickles are refused). The config is `bert_config.json` or
+`config.json` beside the checkpoint unless `--bert_config_file` names one. DIR receives
+`ckpt-1.*` + `checkpoint` (tf.train.Checkpoint(encoder=..., pretraining_heads=...)),
+`bert_config.json` and `vocab.txt` when the source has one; every tool's `--init_checkpoint`
+takes DIR.
+
+Example:
+    bert-tf-convert-checkpoint --checkpoint=uncased_L-12_H-768_A-12/bert_model.ckpt \\
+        --output_dir=/tmp/bert_base
+"""
+
+from absl import flags
+
+from bert_tf.cli.app import run_tool
+
+FLAGS = flags.FLAGS
+
+
+def define_flags():
+    flags.DEFINE_string("checkpoint", None, "Google checkpoint prefix or directory, or Hugging "
+                        "Face directory / model.safetensors.")
+    flags.DEFINE_string("output_dir", None, "Empty directory to write the TF2 checkpoint into.")
+    flags.DEFINE_string("bert_config_file", None, "bert_config.json to use instead of the one "
+                        "beside the checkpoint.")
+    flags.mark_flags_as_required(["checkpoint", "output_dir"])
+
+
+def main():
+    from bert_tf.checkpoints import convert_checkpoint
+
+    result = convert_checkpoint(FLAGS.checkpoint, FLAGS.output_dir, FLAGS.bert_config_file)
+    c = result.config
+    print(f"Converted {result.format} checkpoint {result.source}")
+    print(f"  config: L={c.num_hidden_layers} H={c.hidden_size} A={c.num_attention_heads} "
+          f"I={c.intermediate_size} vocab={c.vocab_size} ({result.parameters:,} parameters)")
+    print(f"  encoder weights: {result.encoder_weights}")
+    print(f"  pre-training heads: {len(result.heads)}"
+          + (f" ({', '.join(result.heads)})" if result.heads else ""))
+    print(f"  vocab: {result.vocab_file or 'none found beside the checkpoint'}")
+    if result.ignored:
+        print(f"  ignored (optimizer slots, counters, buffers): {len(result.ignored)}")
+    if result.unused:
+        print(f"  UNUSED source tensors ({len(result.unused)}): {', '.join(result.unused)}")
+    print(f"Wrote {result.prefix} (+ bert_config.json"
+          f"{', vocab.txt' if result.vocab_file else ''}) in {FLAGS.output_dir}")
+    return 0
+
+
+def run():
+    run_tool(main, define_flags)

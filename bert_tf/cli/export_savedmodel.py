@@ -1,0 +1,93 @@
+"""Exports a SavedModel for TF Serving / TF Hub into `<output_dir>/<version>/`.
+
+--export_type:
+  encoder           the encoder of --init_checkpoint, TF Hub style (`obj(inputs, training=)`,
+                    fine-tunable with hub.KerasLayer, `serving_default` on the three int32 inputs).
+  encoder_with_mlm  the same plus `obj.mlm` / signature `mlm` (needs the pre-training heads in the
+                    checkpoint, e.g. one converted from Google's or written by run_pretraining).
+  preprocess        raw strings -> the three int32 inputs at --seq_length; needs only --vocab_file
+                    and --do_lower_case.
+  classifier, ner, squad, multiple_choice
+                    a fine-tuned task model (checkpoint with `model=`, see
+                    bert_tf/export/task_checkpoint.py) with in-graph tokenization:
+                    serving_default takes raw strings (text | text_a, text_b | question,
+                    context | context, choices).
+
+The version is one more than the highest under --output_dir unless --version is given; it
+appears atomically, so a running TF Serving picks it up only when complete. The vocabulary is
+copied into the SavedModel, which can be moved anywhere.
+
+Example:
+    bert-tf-export-savedmodel --export_type=classifier --init_checkpoint=/tmp/sst2 \\
+        --output_dir=/models/sst2 --seq_length=128 --label_names=negative,positive
+    saved_model_cli show --dir /models/sst2/1 --all
+"""
+
+from absl import app, flags
+
+from bert_tf.cli.app import run_tool
+
+EXPORT_TYPES = ("encoder", "encoder_with_mlm", "preprocess", "classifier", "ner", "squad",
+                "multiple_choice")
+
+FLAGS = flags.FLAGS
+
+
+def define_flags():
+    flags.DEFINE_enum("export_type", None, EXPORT_TYPES, "What to export.")
+    flags.DEFINE_string("output_dir", None, "The model's base path: the SavedModel is written to "
+                        "<output_dir>/<version>/.")
+    flags.DEFINE_string("bert_config_file", None, "bert_config.json; defaults to the one beside "
+                        "--init_checkpoint.")
+    flags.DEFINE_string("init_checkpoint", None, "Checkpoint directory or prefix (this package's; "
+                        "for the encoder exports also Google's or Hugging Face's).")
+    flags.DEFINE_string("vocab_file", None, "vocab.txt; defaults to the one beside "
+                        "--init_checkpoint.")
+    flags.DEFINE_bool("do_lower_case", True, "Whether the vocabulary is uncased.")
+    flags.DEFINE_integer("seq_length", 128, "Packed sequence length of the preprocess and task "
+                         "exports (encoder signatures take any length).")
+    flags.DEFINE_integer("version", None, "Version number; defaults to the next free one.")
+    flags.DEFINE_bool("text_pairs", False, "classifier: take text_a/text_b instead of text.")
+    flags.DEFINE_list("label_names", None, "classifier/ner: a name per class, in class order.")
+    flags.DEFINE_integer("max_answer_length", 30, "squad: the longest answer, in tokens.")
+    flags.mark_flags_as_required(["export_type", "output_dir"])
+
+
+def _writer():
+    """A function writing the requested SavedModel into a directory."""
+    from bert_tf.checkpoints import load_model, vocab_beside_checkpoint
+    from bert_tf.export import (export_encoder, export_preprocessor, export_task_model,
+                                load_task_model)
+    from bert_tf.models.bert_encoder import BertEncoder
+    from bert_tf.models.bert_pretrainer import BertPretrainer
+
+    if FLAGS.export_type == "preprocess":
+        if not FLAGS.vocab_file:
+            raise app.UsageError("--export_type=preprocess needs --vocab_file.")
+        return lambda path: export_preprocessor(path, FLAGS.vocab_file, FLAGS.do_lower_case,
+                                                seq_length=FLAGS.seq_length)
+    if not FLAGS.init_checkpoint:
+        raise app.UsageError(f"--export_type={FLAGS.export_type} needs --init_checkpoint.")
+    vocab_file = FLAGS.vocab_file or vocab_beside_checkpoint(FLAGS.init_checkpoint)
+    if FLAGS.export_type in ("encoder", "encoder_with_mlm"):
+        model = load_model(FLAGS.init_checkpoint, BertPretrainer if FLAGS.export_type ==
+                           "encoder_with_mlm" else BertEncoder,
+                           bert_config_file=FLAGS.bert_config_file)
+        return lambda path: export_encoder(path, model, vocab_file, FLAGS.do_lower_case)
+    model = load_task_model(FLAGS.export_type, FLAGS.init_checkpoint, FLAGS.bert_config_file)
+    return lambda path: export_task_model(
+        path, FLAGS.export_type, model, vocab_file, FLAGS.do_lower_case,
+        seq_length=FLAGS.seq_length, text_pairs=FLAGS.text_pairs, label_names=FLAGS.label_names,
+        max_answer_length=FLAGS.max_answer_length)
+
+
+def main():
+    from bert_tf.export import write_version
+
+    path = write_version(FLAGS.output_dir, _writer(), version=FLAGS.version)
+    print(f"Exported {FLAGS.export_type} to {path}")
+    return 0
+
+
+def run():
+    run_tool(main, define_flags)

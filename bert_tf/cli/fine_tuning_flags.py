@@ -1,0 +1,211 @@
+"""The flags every fine-tuning tool shares (run_classifier, run_squad, run_ner,
+run_multiple_choice): Google's `run_classifier.py` / `run_squad.py` flag names, plus mixed
+precision, XLA and a seed; and the steps that turn them into the library's arguments.
+
+A tool calls `define_fine_tuning_flags()` in its `define_flags`, validates with
+`check_flags(...)`, and builds its encoder with `encoder_from_flags()` and its `FineTuner` with
+`fine_tuner_from_flags(...)`.
+
+Example (inside a tool):
+    def main():
+        common.check_flags({"train": ["data_dir"], ...})
+        vocab_file = common.vocab_file_from_flags()
+        encoder = common.encoder_from_flags()
+"""
+
+import logging
+import math
+import os
+
+from absl import app, flags
+
+from bert_tf.training.mixed_precision import MIXED_PRECISION
+
+FLAGS = flags.FLAGS
+
+# The flag of the file each mode reads from --data_dir (tools with `define_data_file_flags`).
+DATA_FILE_FLAGS = {"train": "train_file", "eval": "eval_file", "predict": "predict_file"}
+
+logger = logging.getLogger("bert_tf.tools")
+
+
+def define_fine_tuning_flags(max_seq_length=128):
+    """Defines the shared flags; `max_seq_length` is the tool's default for --max_seq_length."""
+    flags.DEFINE_string("bert_config_file", None, "The encoder's bert_config.json; defaults to "
+                        "the one beside --init_checkpoint.")
+    flags.DEFINE_string("vocab_file", None, "vocab.txt; defaults to the one beside "
+                        "--init_checkpoint.")
+    flags.DEFINE_string("init_checkpoint", None, "Pre-trained weights: a Google TF1 checkpoint, "
+                        "a Hugging Face directory / model.safetensors, or this package's "
+                        "checkpoint. Without it the encoder starts from random weights "
+                        "(--bert_config_file).")
+    flags.DEFINE_string("output_dir", None, "Checkpoints, TensorBoard logs, metrics and "
+                        "predictions; training resumes from its latest checkpoint.")
+    flags.DEFINE_bool("do_lower_case", True, "Lower-case and strip accents (uncased models).")
+    flags.DEFINE_integer("max_seq_length", max_seq_length, "Longest packed input, in word "
+                         "pieces; batches are padded only to their longest example.")
+    flags.DEFINE_bool("do_train", False, "Fine-tune on the training data.")
+    flags.DEFINE_bool("do_eval", False, "Evaluate on the dev data (writes eval_results.json).")
+    flags.DEFINE_bool("do_predict", False, "Predict the test data (writes predictions).")
+    flags.DEFINE_integer("train_batch_size", 32, "Examples per training step.")
+    flags.DEFINE_integer("eval_batch_size", 64, "Examples per evaluation batch.")
+    flags.DEFINE_integer("predict_batch_size", 64, "Examples per prediction batch.")
+    flags.DEFINE_float("learning_rate", 5e-5, "Peak learning rate of AdamW.")
+    flags.DEFINE_float("num_train_epochs", 3.0, "Passes over the training data (may be "
+                       "fractional).")
+    flags.DEFINE_float("warmup_proportion", 0.1, "Share of the steps with a linear warmup.")
+    flags.DEFINE_integer("save_checkpoints_steps", 1000, "Checkpoint every this many steps.")
+    flags.DEFINE_enum("mixed_precision", "float32", list(MIXED_PRECISION),
+                      "Compute dtype of the encoder (bfloat16 is faster on CPUs with "
+                      "AMX/AVX512-BF16 and on TPUs; float32 keeps the reference numerics).")
+    flags.DEFINE_bool("jit_compile", False, "Compile the train step with XLA (one compilation "
+                      "per padded length).")
+    flags.DEFINE_integer("seed", 12345, "Seed of the head's initial weights, dropout and "
+                         "shuffling.")
+
+
+def define_data_file_flags(kind, train, eval, predict, predict_note=""):
+    """Defines --data_dir (a directory of `kind` files) and --train_file, --eval_file,
+    --predict_file with these default names in it (`DATA_FILE_FLAGS`)."""
+    flags.DEFINE_string("data_dir", None, f"Directory of the {kind} files.")
+    flags.DEFINE_string("train_file", train, "Training file, in --data_dir (or a path).")
+    flags.DEFINE_string("eval_file", eval, "Evaluation file (with labels), in --data_dir.")
+    flags.DEFINE_string("predict_file", predict, "File to predict, in --data_dir" + predict_note
+                        + ".")
+
+
+def check_flags(data_flags, data_files=None, tool_problems=()):
+    """Raises `app.UsageError` listing every missing or invalid common flag and `tool_problems`
+    (the tool's own), so that one run shows all of them.
+
+    `data_flags` maps each of "train", "eval", "predict" to the flag(s) that tool needs for it,
+    e.g. `{"train": ["data_dir"], ...}`; `data_files` maps them to the flag of the file they read
+    in --data_dir (`data_path`), which must exist: checked before minutes of model loading and
+    training, not after."""
+    problems = list(tool_problems)
+    if not (FLAGS.do_train or FLAGS.do_eval or FLAGS.do_predict):
+        problems.append("nothing to do: give --do_train, --do_eval and/or --do_predict")
+    if not FLAGS.output_dir:
+        problems.append("--output_dir is required")
+    if not (FLAGS.init_checkpoint or FLAGS.bert_config_file):
+        problems.append("--init_checkpoint (pre-trained weights) or at least --bert_config_file "
+                        "is required")
+    if not (FLAGS.vocab_file or FLAGS.init_checkpoint):
+        problems.append("--vocab_file is required without --init_checkpoint")
+    for name in ("max_seq_length", "train_batch_size", "eval_batch_size", "predict_batch_size",
+                 "save_checkpoints_steps"):
+        if FLAGS[name].value < 1:
+            problems.append(f"--{name} must be positive, got {FLAGS[name].value}")
+    if FLAGS.do_train and not FLAGS.num_train_epochs > 0:
+        problems.append(f"--num_train_epochs must be positive, got {FLAGS.num_train_epochs}")
+    if not FLAGS.learning_rate > 0:
+        problems.append(f"--learning_rate must be positive, got {FLAGS.learning_rate}")
+    if not 0 <= FLAGS.warmup_proportion <= 1:
+        problems.append(f"--warmup_proportion must be in [0, 1], got {FLAGS.warmup_proportion}")
+    for mode, names in data_flags.items():
+        if not FLAGS[f"do_{mode}"].value:
+            continue
+        missing = [f"--do_{mode} needs --{name}" for name in names if not FLAGS[name].value]
+        problems += missing
+        name = (data_files or {}).get(mode)
+        if name and not missing and not os.path.isfile(data_path(name)):
+            problems.append(f"--do_{mode}: {data_path(name)} (--data_dir/--{name}) does not "
+                            f"exist")
+    if problems:
+        raise app.UsageError("; ".join(problems))
+
+
+def fine_tune_on_data_dir(fine_tune):
+    """The `main` of a tool whose modes read the files of `define_data_file_flags`: checks the
+    flags, then calls `fine_tune(vocab_file)`."""
+    check_flags({mode: ["data_dir"] for mode in DATA_FILE_FLAGS}, data_files=DATA_FILE_FLAGS)
+    logging.getLogger("bert_tf").setLevel(logging.INFO)
+    fine_tune(vocab_file_from_flags())
+
+
+def vocab_file_from_flags():
+    """--vocab_file, or the vocab.txt beside --init_checkpoint."""
+    if FLAGS.vocab_file:
+        if not os.path.isfile(FLAGS.vocab_file):
+            raise app.UsageError(f"--vocab_file {FLAGS.vocab_file} does not exist")
+        return FLAGS.vocab_file
+    from bert_tf.checkpoints import vocab_beside_checkpoint
+    return vocab_beside_checkpoint(FLAGS.init_checkpoint)
+
+
+def encoder_from_flags():
+    """The `BertEncoder` to fine-tune (`fine_tuning_encoder`), after --seed is set (it seeds
+    the task head's initial weights too)."""
+    import keras
+
+    from bert_tf.training.fine_tuning_encoder import fine_tuning_encoder
+
+    keras.utils.set_random_seed(FLAGS.seed)
+    return fine_tuning_encoder(FLAGS.init_checkpoint, FLAGS.bert_config_file,
+                               FLAGS.mixed_precision, FLAGS.max_seq_length)
+
+
+def prepare_output_dir(encoder, vocab_file):
+    """Creates --output_dir with `bert_config.json` and `vocab.txt`, so that the checkpoints
+    written there are complete for `bert-tf-export-savedmodel` and as an --init_checkpoint."""
+    from bert_tf.checkpoints import write_model_files
+
+    write_model_files(FLAGS.output_dir, encoder.config, vocab_file)
+
+
+def num_train_steps(num_examples):
+    """Optimizer steps for --num_train_epochs over `num_examples` at --train_batch_size."""
+    return max(1, math.ceil(num_examples * FLAGS.num_train_epochs / FLAGS.train_batch_size))
+
+
+def fine_tuner_from_flags(model, num_examples, **compile_arguments):
+    """A `FineTuner` for `model` with the flags' optimizer, schedule and checkpointing;
+    `compile_arguments` are its `loss`, `metrics`, `loss_weights`."""
+    from bert_tf.training.fine_tuning import FineTuner
+
+    steps = num_train_steps(num_examples)
+    logger.info("%d training examples, %s epochs at batch %d: %d steps", num_examples,
+                FLAGS.num_train_epochs, FLAGS.train_batch_size, steps)
+    return FineTuner(model, FLAGS.output_dir, num_train_steps=steps,
+                     learning_rate=FLAGS.learning_rate,
+                     warmup_proportion=FLAGS.warmup_proportion,
+                     steps_per_checkpoint=FLAGS.save_checkpoints_steps,
+                     jit_compile=FLAGS.jit_compile, **compile_arguments)
+
+
+def data_path(flag_name):
+    """The file named by flag `flag_name`, inside --data_dir unless it is an absolute path."""
+    return os.path.join(FLAGS.data_dir, FLAGS[flag_name].value)
+
+
+def training_batches_from_flags(examples, num_examples, prepare=None, drop_remainder=False):
+    """The `dataset_fn` of `FineTuner.train` (`training_batches_fn`) at --train_batch_size,
+    --max_seq_length and --seed."""
+    from bert_tf.data.tasks.training_batches import training_batches_fn
+
+    return training_batches_fn(examples, num_examples, FLAGS.train_batch_size,
+                               FLAGS.max_seq_length, FLAGS.seed, prepare=prepare,
+                               drop_remainder=drop_remainder)
+
+
+def restore_for_inference(tuner):
+    """Without --do_train, evaluation and prediction use --output_dir's latest checkpoint;
+    raises `app.UsageError` when there is none."""
+    if not tuner.restore_latest():
+        raise app.UsageError(f"--do_eval/--do_predict without --do_train needs a fine-tuned "
+                             f"checkpoint in --output_dir {FLAGS.output_dir}; it has none")
+
+
+def write_json(name, value, **dump_options):
+    """Writes `value` as indented JSON to --output_dir/`name`; returns the path."""
+    from bert_tf.training.eval_results import write_json as write_json_file
+
+    return write_json_file(os.path.join(FLAGS.output_dir, name), value, **dump_options)
+
+
+def write_results(results, step):
+    """Writes `results` to --output_dir's eval_results.json and TensorBoard `eval/`
+    (`write_eval_results`); returns the JSON's path."""
+    from bert_tf.training.eval_results import write_eval_results
+
+    return write_eval_results(FLAGS.output_dir, results, step)

@@ -1,0 +1,48 @@
+"""Installs a BERT encoder under a short name, so that `hub.KerasLayer("bert_tf_base")` works.
+
+Exports the encoder of --init_checkpoint (with its MLM head when the checkpoint has one) as
+`<name>` and the matching text preprocessing as `<name>_preprocess`, into the local model
+directory: --hub_dir, else $BERT_TF_HUB_DIR, else ~/.cache/bert_tf/hub. Each install adds a new
+version (`<dir>/<name>/<version>/`); names resolve to the highest.
+
+Example (Google's BERT-Base, uncased; or any checkpoint convert_checkpoint.py wrote):
+    bert-tf-install-hub-model --init_checkpoint=uncased_L-12_H-768_A-12
+    python -c 'import bert_tf, tensorflow_hub as hub; hub.KerasLayer("bert_tf_base")'
+"""
+
+from absl import flags
+
+from bert_tf.cli.app import run_tool
+
+FLAGS = flags.FLAGS
+
+
+def define_flags():
+    flags.DEFINE_string("init_checkpoint", None, "Checkpoint directory or prefix: this package's, "
+                        "Google's or Hugging Face's.")
+    flags.DEFINE_string("name", "bert_tf_base", "Short model name, bert_tf_...")
+    flags.DEFINE_string("vocab_file", None, "vocab.txt; defaults to the one beside "
+                        "--init_checkpoint.")
+    flags.DEFINE_bool("do_lower_case", True, "Whether the vocabulary is uncased.")
+    flags.DEFINE_string("bert_config_file", None, "bert_config.json; defaults to the one beside "
+                        "--init_checkpoint.")
+    flags.DEFINE_integer("seq_length", 128, "The preprocessor's packed sequence length.")
+    flags.DEFINE_string("hub_dir", None, "Model directory; defaults to $BERT_TF_HUB_DIR or "
+                        "~/.cache/bert_tf/hub.")
+    flags.mark_flags_as_required(["init_checkpoint"])
+
+
+def main():
+    from bert_tf.hub import install_model
+
+    installed = install_model(
+        FLAGS.init_checkpoint, name=FLAGS.name, vocab_file=FLAGS.vocab_file,
+        do_lower_case=FLAGS.do_lower_case, bert_config_file=FLAGS.bert_config_file,
+        seq_length=FLAGS.seq_length, directory=FLAGS.hub_dir)
+    for name, path in installed.items():
+        print(f"Installed {name} at {path}")
+    return 0
+
+
+def run():
+    run_tool(main, define_flags)

@@ -1,0 +1,121 @@
+"""Fine-tunes BERT for multiple choice on SWAG-format CSV data, evaluates accuracy, and picks
+answers for new examples.
+
+Data: --data_dir with --train_file (train.csv), --eval_file (val.csv) and --predict_file
+(test.csv), SWAG's columns `video-id,fold-ind,startphrase,sent1,sent2,gold-source,ending0..3,
+label` (`label` not needed for prediction; any number >= 2 of `ending<i>` columns). As in the
+paper, each choice is packed as the pair `[CLS] sent1 [SEP] sent2 ending_i [SEP]`,
+`BertMultipleChoice` scores each with a vector on its `[CLS]` output, and a softmax over the
+choices is trained with cross-entropy. Pairs longer than --max_seq_length are truncated
+(round robin); their number is logged and written to eval_results.json.
+
+Writes to --output_dir: checkpoints (resumable), TensorBoard logs, `eval_results.json`
+(accuracy, loss), `eval_predictions.csv` and `test_predictions.csv` (the example's `fold-ind`
+or line, the chosen ending and each choice's probability).
+
+Example:
+    bert-tf-run-multiple-choice --init_checkpoint=$MINILM --data_dir=swag \\
+        --output_dir=/tmp/swag --do_train --do_eval --num_train_epochs=3 --learning_rate=2e-5
+"""
+
+import csv
+import logging
+import os
+
+from absl import flags
+
+from bert_tf.cli import fine_tuning_flags as common
+from bert_tf.cli.app import run_tool
+
+FLAGS = flags.FLAGS
+
+logger = logging.getLogger("bert_tf.tools")
+
+
+def define_flags():
+    common.define_fine_tuning_flags()
+    common.define_data_file_flags("SWAG CSV", "train.csv", "val.csv", "test.csv")
+
+
+def _read(name, require_labels, tokenizer):
+    from bert_tf.data.tasks.swag import read_swag
+
+    path = common.data_path(name)
+    examples = read_swag(path, require_labels)
+    truncated = examples.truncated_choices(tokenizer, FLAGS.max_seq_length)
+    logger.info("%s: %d examples of %d choices; %d of the %d (context, choice) pairs truncated "
+                "to %d pieces", path, len(examples), examples.num_choices, truncated,
+                len(examples) * examples.num_choices, FLAGS.max_seq_length)
+    return path, examples, truncated
+
+
+def _write_predictions(path, examples, probabilities):
+    with open(path, "w", encoding="utf-8", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["id", "line", "prediction"]
+                        + [f"probability{i}" for i in range(examples.num_choices)])
+        for example_id, line, row in zip(examples.ids, examples.lines, probabilities,
+                                         strict=True):
+            writer.writerow([example_id, line, int(row.argmax())] + [f"{p:.6f}" for p in row])
+
+
+def fine_tune(vocab_file):
+    import keras
+
+    from bert_tf.data.tasks.dynamic_padding import padded_batches
+    from bert_tf.metrics.glue import accuracy
+    from bert_tf.metrics.softmax import cross_entropy, softmax
+    from bert_tf.models.bert_multiple_choice import BertMultipleChoice
+    from bert_tf.text.bert_preprocessor import BertPreprocessor
+
+    preprocessor = BertPreprocessor(vocab_file, FLAGS.do_lower_case, FLAGS.max_seq_length)
+    tokenizer = preprocessor.tokenizer
+    train = _read("train_file", True, tokenizer)[1] if FLAGS.do_train else None
+    evaluation = _read("eval_file", True, tokenizer) if FLAGS.do_eval else None
+    prediction = _read("predict_file", False, tokenizer) if FLAGS.do_predict else None
+
+    encoder = common.encoder_from_flags()
+    common.prepare_output_dir(encoder, vocab_file)
+    model = BertMultipleChoice(encoder)
+    loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    tuner = common.fine_tuner_from_flags(
+        model, len(train) if train else 1, loss={"logits": loss},
+        metrics={"logits": [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]})
+    if FLAGS.do_train:
+        tuner.train(common.training_batches_from_flags(train.texts(), len(train),
+                                                       prepare=train.packing(preprocessor)))
+    else:
+        common.restore_for_inference(tuner)
+
+    def logits(examples, batch_size):
+        batches = padded_batches(examples.dataset(preprocessor), batch_size, FLAGS.max_seq_length)
+        return tuner.predict(batches, FLAGS.max_seq_length)["logits"]
+
+    if FLAGS.do_eval:
+        path, examples, truncated = evaluation
+        scores = logits(examples, FLAGS.eval_batch_size)
+        results = {
+            "accuracy": accuracy(examples.labels, scores.argmax(-1)),
+            "loss": cross_entropy(scores, examples.labels),
+            "data": {"file": path, "examples": len(examples),
+                     "num_choices": examples.num_choices, "truncated_pairs": truncated}}
+        _write_predictions(os.path.join(FLAGS.output_dir, "eval_predictions.csv"), examples,
+                           softmax(scores))
+        json_path = common.write_results(results, tuner.step)
+        logger.info("Accuracy %.4f over %d examples -> %s", results["accuracy"], len(examples),
+                    json_path)
+        print(f"eval accuracy = {results['accuracy']:.4f}")
+
+    if FLAGS.do_predict:
+        _, examples, _ = prediction
+        output = os.path.join(FLAGS.output_dir, "test_predictions.csv")
+        _write_predictions(output, examples, softmax(logits(examples, FLAGS.predict_batch_size)))
+        print(f"Wrote predictions for {len(examples)} examples to {output}")
+
+
+def main():
+    common.fine_tune_on_data_dir(fine_tune)
+
+
+def run():
+    run_tool(main, define_flags)

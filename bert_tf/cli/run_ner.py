@@ -1,0 +1,156 @@
+"""Fine-tunes BERT for named-entity recognition on CoNLL-2003-format data, evaluates with
+entity-level F1 (seqeval rules), and tags new text.
+
+Data: --data_dir with --train_file (train.txt), --eval_file (valid.txt) and --predict_file
+(test.txt): one word per line, the tag in the last column (`EU NNP B-NP B-ORG`), a blank line
+between sentences, `-DOCSTART-` lines between documents; IOB1 or IOB2 tags, kept as found.
+
+As in the paper, each word is tokenized on its own and tagged by the logits at its first word
+piece; the other pieces are left out of the loss. A sentence longer than --max_seq_length pieces
+is split at word boundaries into several windows, so every word gets a prediction (the counts
+of split sentences are logged and written to eval_results.json).
+
+Writes to --output_dir: checkpoints (resumable), `label_list.txt` (the classes, in order; what
+evaluation, prediction and `export_savedmodel.py --export_type=ner --label_names=...` reuse),
+TensorBoard logs, `eval_results.json` (precision/recall/F1 overall and per entity type),
+`eval_predictions.txt` and `test_predictions.txt` (each input row + the predicted tag, as
+`conlleval` reads).
+
+Example:
+    bert-tf-run-ner --init_checkpoint=$MINILM --data_dir=conll2003 \\
+        --output_dir=/tmp/ner --do_train --do_eval --num_train_epochs=3 --learning_rate=5e-5
+"""
+
+import logging
+import os
+
+from absl import app, flags
+
+from bert_tf.cli import fine_tuning_flags as common
+from bert_tf.cli.app import run_tool
+
+FLAGS = flags.FLAGS
+
+LABEL_LIST_FILE = "label_list.txt"
+logger = logging.getLogger("bert_tf.tools")
+
+
+def define_flags():
+    common.define_fine_tuning_flags()
+    common.define_data_file_flags("CoNLL", "train.txt", "valid.txt", "test.txt",
+                                  "; a tag column, if any, is ignored")
+    flags.DEFINE_string("conll_encoding", "utf-8", "Text encoding of the CoNLL files (the "
+                        "original CoNLL-2003 release is latin-1).")
+
+
+def _labels(train_sentences, train_path):
+    """The label list: the training data's tags (saved to --output_dir), or the saved list."""
+    from bert_tf.data.tasks import conll
+
+    path = os.path.join(FLAGS.output_dir, LABEL_LIST_FILE)
+    if train_sentences is not None:
+        labels = conll.label_list(train_sentences, train_path)
+        if os.path.exists(path) and conll.read_label_list(path) != labels:
+            raise conll.ConllFormatError(
+                f"{train_path} has the tags {labels}, but {path} (from an earlier run in "
+                f"--output_dir) has {conll.read_label_list(path)}; use a new --output_dir")
+        os.makedirs(FLAGS.output_dir, exist_ok=True)
+        conll.write_label_list(path, labels)
+        return labels
+    if not os.path.exists(path):
+        raise app.UsageError(f"--do_eval/--do_predict without --do_train needs {path}, written "
+                             f"when the model was trained in --output_dir")
+    return conll.read_label_list(path)
+
+
+def _windows(sentences, tokenizer, tags=None, description=""):
+    from bert_tf.data.tasks.tagging_windows import TaggingWindows
+
+    windows = TaggingWindows.build([s.words for s in sentences], tokenizer,
+                                   FLAGS.max_seq_length, tags)
+    counts = windows.counts()
+    logger.info("%s: %d sentences, %d windows of at most %d pieces (%d sentence(s) split, %d "
+                "word(s) without pieces given [UNK], %d over-long word(s) cut)", description,
+                counts["sentences"], counts["windows"], FLAGS.max_seq_length,
+                counts["split_sentences"], counts["empty_words"], counts["truncated_words"])
+    return windows
+
+
+def _predict_tags(tuner, windows, labels, batch_size):
+    from bert_tf.data.tasks.dynamic_padding import padded_batches
+
+    batches = padded_batches(windows.dataset(), batch_size, FLAGS.max_seq_length)
+    logits = tuner.predict(batches, FLAGS.max_seq_length, sequence_outputs=("logits",))["logits"]
+    return [[labels[i] for i in sentence] for sentence in windows.word_predictions(logits)]
+
+
+def fine_tune(tokenizer_vocab):
+    import keras
+
+    from bert_tf.data.tasks import conll
+    from bert_tf.data.tasks.tagging_windows import IGNORED_LABEL
+    from bert_tf.metrics.sequence_labeling import entity_scores
+    from bert_tf.models.bert_token_classifier import BertTokenClassifier
+    from bert_tf.text.bert_tokenizer import BertTokenizer
+
+    tokenizer = BertTokenizer(tokenizer_vocab, FLAGS.do_lower_case)
+    # Every file is read and checked before the (long) training.
+    train_path = common.data_path("train_file")
+    train_sentences = (conll.read_conll(train_path, FLAGS.conll_encoding) if FLAGS.do_train
+                       else None)
+    labels = _labels(train_sentences, train_path)
+    logger.info("%d labels: %s", len(labels), " ".join(labels))
+    data = {}
+    for mode, name, tagged in (("train", "train_file", True), ("eval", "eval_file", True),
+                               ("predict", "predict_file", False)):
+        if FLAGS[f"do_{mode}"].value:
+            path = common.data_path(name)
+            sentences = (train_sentences if mode == "train"
+                         else conll.read_conll(path, FLAGS.conll_encoding))
+            tags = conll.tag_ids(sentences, labels, path) if tagged else None
+            data[mode] = (path, sentences, _windows(sentences, tokenizer, tags,
+                                                    f"{mode} data {path}"))
+
+    encoder = common.encoder_from_flags()
+    common.prepare_output_dir(encoder, tokenizer_vocab)
+    model = BertTokenClassifier(encoder, num_classes=len(labels))
+    # The loss is the mean over first word pieces only: -1 marks every other position.
+    loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True,
+                                                      ignore_class=IGNORED_LABEL)
+    tuner = common.fine_tuner_from_flags(model, len(data["train"][2]) if FLAGS.do_train else 1,
+                                         loss={"logits": loss})
+    if FLAGS.do_train:
+        train_windows = data["train"][2]
+
+        tuner.train(common.training_batches_from_flags(train_windows.dataset(), len(train_windows)))
+    else:
+        common.restore_for_inference(tuner)
+
+    if FLAGS.do_eval:
+        path, sentences, windows = data["eval"]
+        predicted = _predict_tags(tuner, windows, labels, FLAGS.eval_batch_size)
+        results = entity_scores([s.tags for s in sentences], predicted)
+        results["data"] = {"file": path, "words": sum(len(s.rows) for s in sentences),
+                           **windows.counts()}
+        conll.write_conll_predictions(os.path.join(FLAGS.output_dir, "eval_predictions.txt"),
+                                      sentences, predicted)
+        json_path = common.write_results(results, tuner.step)
+        logger.info("Entity precision %.4f recall %.4f F1 %.4f -> %s", results["precision"],
+                    results["recall"], results["f1"], json_path)
+        print(f"eval entity F1 = {results['f1']:.4f} (precision {results['precision']:.4f}, "
+              f"recall {results['recall']:.4f})")
+
+    if FLAGS.do_predict:
+        _, sentences, windows = data["predict"]
+        output = os.path.join(FLAGS.output_dir, "test_predictions.txt")
+        conll.write_conll_predictions(output, sentences, _predict_tags(tuner, windows, labels,
+                                                                    FLAGS.predict_batch_size))
+        print(f"Wrote predictions for {len(sentences)} sentences to {output}")
+
+
+def main():
+    common.fine_tune_on_data_dir(fine_tune)
+
+
+def run():
+    run_tool(main, define_flags)

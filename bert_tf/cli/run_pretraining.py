@@ -1,0 +1,367 @@
+"""Pre-trains BERT (masked LM + next sentence) on TFRecords from
+`bert-tf-create-pretraining-data`, or on raw text masked on the fly.
+
+Google's `run_pretraining.py` flags, on TF2 `tf.distribute`: one process per machine,
+synchronous data parallelism, XLA, mixed precision, gradient accumulation, checkpoints with
+automatic resume (rerun the same command after a crash: it continues from the latest
+checkpoint in --output_dir at its exact step, optimizer state and input position).
+
+With no flags that name the job's inputs (--input_file, --input_text_file, --eval_input_file,
+--bert_config_file, --init_checkpoint, --vocab_file), it runs the embedded default job: a few
+minutes of pre-training from scratch on the Python standard library's docstrings, from the
+corpus to an exported encoder (`bert_tf.training.embedded_default`), into
+/tmp/bert_tf_pretraining_default unless --output_dir says otherwise.
+
+Examples:
+    bert-tf-run-pretraining                     # the embedded default job
+    bert-tf-run-pretraining --bert_config_file=official_configs/bert_tiny.json \\
+        --input_file="data/wiki-*.tfrecord,data/books-*.tfrecord" --output_dir=/tmp/pretrain \\
+        --train_batch_size=256 --num_train_steps=100000 --num_warmup_steps=10000 \\
+        --learning_rate=1e-4 --strategy=mirrored --mixed_precision=bfloat16
+    bert-tf-run-pretraining ... --strategy=tpu --tpu=grpc://10.2.3.4:8470
+    bert-tf-run-pretraining ... --nodo_train --do_eval --eval_input_file=heldout.tfrecord
+    bert-tf-run-pretraining --bert_config_file=official_configs/bert_mini.json \\
+        --input_text_file="corpus/*.txt" --vocab_file=vocab.txt --output_dir=/tmp/pretrain \\
+        --max_seq_length=128 --export_dir=/tmp/pretrain/export
+
+Outputs in --output_dir: `ckpt-<step>.*` (the package's checkpoint: `encoder` + `pretraining_heads`
++ optimizer, readable by every tool's --init_checkpoint), `bert_config.json`, TensorBoard
+scalars in `train/` and `eval/`, and `eval_results.json`; with --export_dir, the encoder
+SavedModel in `<export_dir>/<step>/`.
+"""
+
+import contextlib
+import os
+import types
+
+from absl import app, flags, logging
+
+from bert_tf.cli.app import run_tool
+from bert_tf.training import embedded_default
+from bert_tf.training.distribution import STRATEGIES
+from bert_tf.training.mixed_precision import MIXED_PRECISION
+from bert_tf.training.optimizers import OPTIMIZERS
+
+FLAGS = flags.FLAGS
+
+# Flags that name the job's inputs: with none of them, the embedded default job runs.
+_JOB_FLAGS = ("input_file", "input_text_file", "eval_input_file", "bert_config_file",
+              "init_checkpoint", "vocab_file")
+_TEXT_INPUT_DEFAULTS = {"max_seq_length": 128, "max_predictions_per_seq": 20}
+
+
+def define_flags():
+    # The original BERT flags (same names and meaning).
+    flags.DEFINE_string("bert_config_file", None, "The model's bert_config.json.")
+    flags.DEFINE_string("input_file", None, "Comma-separated globs of training TFRecord files "
+                        "(create_pretraining_data).")
+    flags.DEFINE_string("output_dir", None, "Where checkpoints and summaries go; resumed from if "
+                        "it holds checkpoints.")
+    flags.DEFINE_string("init_checkpoint", None, "Initial weights when --output_dir has no "
+                        "checkpoint: a Google, Hugging Face or bert_tf checkpoint (heads too if "
+                        "present).")
+    flags.DEFINE_integer("train_batch_size", 32, "Examples per optimizer step, over all "
+                         "replicas.")
+    flags.DEFINE_integer("max_seq_length", None, "Tokens per sequence; default: read from the "
+                         "records (must match them), 128 with --input_text_file.")
+    flags.DEFINE_integer("max_predictions_per_seq", None, "Masked-LM predictions per sequence; "
+                         "default: read from the records (must match them), 20 with "
+                         "--input_text_file. Held-out records (--eval_input_file) are read "
+                         "with their own lengths.")
+    flags.DEFINE_integer("num_train_steps", 100000, "Optimizer steps of the whole run.")
+    flags.DEFINE_integer("num_warmup_steps", 10000, "Linear learning-rate warmup steps.")
+    flags.DEFINE_float("learning_rate", 5e-5, "Peak learning rate (then linear decay to 0).")
+    flags.DEFINE_integer("save_checkpoints_steps", 1000, "Checkpoint every this many steps.")
+    flags.DEFINE_string("tpu", None, "The TPU for --strategy=tpu: grpc://HOST:PORT, a Cloud TPU "
+                        "name or 'local'.")
+    flags.DEFINE_bool("do_train", True, "Train.")
+    flags.DEFINE_bool("do_eval", False, "Evaluate on --eval_input_file (default --input_file).")
+    flags.DEFINE_integer("eval_batch_size", 8, "Examples per evaluation step, over all "
+                         "replicas.")
+    flags.DEFINE_integer("max_eval_steps", None, "Evaluate at most this many batches (default: "
+                         "all records).")
+    # TF2 additions.
+    flags.DEFINE_enum("strategy", "mirrored", STRATEGIES, "The tf.distribute strategy.")
+    flags.DEFINE_bool("jit_compile", True, "Compile the train step with XLA.")
+    flags.DEFINE_enum("mixed_precision", "float32", list(MIXED_PRECISION),
+                      "Compute dtype of the encoder (float16 adds dynamic loss scaling).")
+    flags.DEFINE_enum("optimizer", "adamw", OPTIMIZERS, "adamw (Google's BERT) or lamb (large "
+                      "batches).")
+    flags.DEFINE_float("weight_decay_rate", 0.01, "Decoupled weight decay (not on LayerNorm, "
+                       "biases).")
+    flags.DEFINE_float("clip_norm", 1.0, "Clip the global gradient norm to this (0: no "
+                       "clipping).")
+    flags.DEFINE_integer("gradient_accumulation_steps", 1, "Split each replica's batch into this "
+                         "many micro-batches (same update, less memory).")
+    flags.DEFINE_integer("steps_per_execution", 100, "Train steps per host call (and per "
+                         "summary).")
+    flags.DEFINE_integer("keep_checkpoint_max", 5, "Checkpoints kept.")
+    flags.DEFINE_string("eval_input_file", None, "Comma-separated globs of held-out TFRecord "
+                        "files.")
+    flags.DEFINE_integer("seed", 12345, "Seed of the initial weights, dropout and input "
+                         "shuffling.")
+    flags.DEFINE_string("input_text_file", None, "Instead of --input_file: comma-separated globs "
+                        "of raw text files (one sentence per line, blank lines between "
+                        "documents), tokenized and masked anew each epoch (dynamic masking); "
+                        "needs --vocab_file.")
+    flags.DEFINE_string("vocab_file", None, "The vocabulary: tokenizes --input_text_file and "
+                        "goes into the --export_dir SavedModel.")
+    flags.DEFINE_bool("do_lower_case", True, "Whether the vocabulary is uncased (lower-case and "
+                      "strip accents before WordPiece).")
+    flags.DEFINE_bool("next_sentence_prediction", True, "With --input_text_file: sentence pairs "
+                      "with next-sentence labels (BERT); --nonext_sentence_prediction: one "
+                      "segment per sequence (RoBERTa).")
+    flags.DEFINE_bool("do_whole_word_mask", False, "With --input_text_file: mask whole words.")
+    flags.DEFINE_bool("eval_every_checkpoint", False, "With --do_train and --do_eval: evaluate "
+                      "after every checkpoint too (a held-out curve in eval/), not only at the "
+                      "end.")
+    flags.DEFINE_string("export_dir", None, "After training, export the encoder with its "
+                        "masked-LM head as a SavedModel to <export_dir>/<global step>/ (needs "
+                        "--vocab_file).")
+    flags.DEFINE_float("embedded_corpus_mb", embedded_default.CORPUS_MEGABYTES,
+                       "Embedded default job only: megabytes of standard-library docstrings.")
+    flags.DEFINE_integer("embedded_vocab_size", embedded_default.VOCAB_SIZE,
+                         "Embedded default job only: target size of the learned vocabulary "
+                         "(see bert_tf.text.vocab.learn_vocab).")
+
+
+def _runs_embedded_default():
+    return not any(FLAGS[name].present for name in _JOB_FLAGS)
+
+
+def _embedded_defaults():
+    """The embedded default job's settings, by the flag that sets each."""
+    settings = embedded_default.SETTINGS
+    return {"output_dir": settings.output_dir, "strategy": settings.strategy,
+            "jit_compile": settings.jit_compile, "train_batch_size": settings.global_batch_size,
+            "num_train_steps": settings.num_train_steps,
+            "num_warmup_steps": settings.num_warmup_steps,
+            "learning_rate": settings.learning_rate,
+            "save_checkpoints_steps": settings.save_checkpoints_steps,
+            "steps_per_execution": settings.steps_per_execution, "do_eval": settings.evaluate,
+            "eval_batch_size": settings.eval_batch_size}
+
+
+def _job(embedded):
+    """The job's settings: the flags' values, with the embedded default job's own defaults for
+    the flags not given when it runs. `main` reads these, never FLAGS, so that what the job
+    fills in later (the embedded job's inputs, lengths read from records) stays out of FLAGS."""
+    job = {flag.name: flag.value for flag in FLAGS.get_flags_for_module(__name__)}
+    if embedded:
+        job.update({name: value for name, value in _embedded_defaults().items()
+                    if not FLAGS[name].present})
+    return types.SimpleNamespace(**job)
+
+
+def _input_problems(job):
+    """What is missing or contradictory among the flags that name the job's inputs."""
+    problems = []
+    if not job.bert_config_file:
+        problems.append("--bert_config_file (the model's bert_config.json) is required")
+    if job.input_file and job.input_text_file:
+        problems.append("--input_file (records) and --input_text_file (raw text) exclude each "
+                        "other")
+    if job.do_train and not (job.input_file or job.input_text_file):
+        problems.append("--input_file (comma-separated globs of TFRecord files) or "
+                        "--input_text_file (raw text) is required to train")
+    if job.input_text_file and not job.vocab_file:
+        problems.append("--input_text_file needs --vocab_file to tokenize the text")
+    if job.do_eval and not (job.eval_input_file or job.input_file):
+        problems.append("--eval_input_file (records) or --input_file is required to evaluate")
+    if job.export_dir and not job.vocab_file:
+        problems.append("--export_dir needs --vocab_file (the SavedModel carries it)")
+    # Exports are versioned by the global step: without training, only a checkpoint of this
+    # job (step > 0) has one; weights from --init_checkpoint are at step 0.
+    if (job.export_dir and not job.do_train and job.output_dir
+            and not os.path.exists(os.path.join(job.output_dir, "checkpoint"))):
+        problems.append("--export_dir with --nodo_train exports the checkpoint in --output_dir, "
+                        "which has none (export converted weights with export_savedmodel)")
+    return problems
+
+
+def _check(job, embedded):
+    # The embedded job writes its inputs itself, after these checks.
+    problems = [] if embedded else _input_problems(job)
+    if not job.output_dir:
+        problems.append("--output_dir is required")
+    if not (job.do_train or job.do_eval):
+        problems.append("nothing to do: --do_train and --do_eval are both off")
+    if embedded and job.strategy in ("multi_worker_mirrored", "tpu"):
+        problems.append(f"the embedded default job runs on this machine, not with "
+                        f"--strategy={job.strategy}; name the inputs with --input_file etc.")
+    if embedded and not (0 < job.embedded_corpus_mb and job.embedded_vocab_size > 100):
+        problems.append("--embedded_corpus_mb must be positive and --embedded_vocab_size over "
+                        "100")
+    for name in ("train_batch_size", "num_train_steps", "save_checkpoints_steps",
+                 "steps_per_execution", "eval_batch_size", "keep_checkpoint_max",
+                 "gradient_accumulation_steps"):
+        if getattr(job, name) < 1:
+            problems.append(f"--{name} must be positive, got {getattr(job, name)}")
+    if not 0 <= job.num_warmup_steps <= job.num_train_steps:
+        problems.append(f"--num_warmup_steps must be in [0, --num_train_steps], got "
+                        f"{job.num_warmup_steps}")
+    if job.learning_rate <= 0:
+        problems.append(f"--learning_rate must be positive, got {job.learning_rate}")
+    if job.max_eval_steps is not None and job.max_eval_steps < 1:
+        problems.append(f"--max_eval_steps must be positive, got {job.max_eval_steps}")
+    if problems:
+        raise app.UsageError("; ".join(problems))
+
+
+def _prepare_embedded_inputs(job):
+    """Writes (or finds) the embedded job's inputs and points the job's inputs at them."""
+    inputs = embedded_default.prepare_inputs(job.output_dir, job.embedded_corpus_mb,
+                                             job.embedded_vocab_size, seed=job.seed)
+    job.input_file = ",".join(inputs.train_records)
+    job.eval_input_file = ",".join(inputs.heldout_records)
+    job.bert_config_file = inputs.bert_config_file
+    job.vocab_file = inputs.vocab_file
+    job.do_lower_case = True
+    job.export_dir = job.export_dir or os.path.join(job.output_dir, "export")
+    return inputs
+
+
+def _record_lengths(job, files, flag):
+    """(max_seq_length, max_predictions_per_seq) of the records, checked against the job's."""
+    from bert_tf.data.pretraining.records_dataset import InputFileError, record_lengths
+
+    lengths = record_lengths(files[0])
+    for name, found in zip(("max_seq_length", "max_predictions_per_seq"), lengths):
+        wanted = getattr(job, name)
+        if wanted is not None and wanted != found:
+            raise InputFileError(f"{files[0]} (from {flag}) holds records with {name} {found}, "
+                                 f"but --{name}={wanted}")
+    return lengths
+
+
+def _training_dataset_fn(job, train_files, text_files, seq_length, predictions):
+    """`(input_context, start_step) -> dataset` of the records or, masked on the fly, the text."""
+    from bert_tf.data.pretraining.dynamic_masking_dataset import dynamic_masking_dataset
+    from bert_tf.data.pretraining.records_dataset import training_dataset
+    from bert_tf.text.bert_tokenizer import BertTokenizer
+
+    if text_files:
+        tokenizer = BertTokenizer(job.vocab_file, job.do_lower_case)
+        return lambda context, start_step: dynamic_masking_dataset(
+            text_files, job.train_batch_size, seq_length, predictions, context,
+            seed=job.seed, start_step=start_step, tokenizer=tokenizer,
+            next_sentence=job.next_sentence_prediction, whole_word_mask=job.do_whole_word_mask)
+    return lambda context, start_step: training_dataset(
+        train_files, job.train_batch_size, seq_length, predictions, context, seed=job.seed,
+        start_step=start_step)
+
+
+def main():
+    embedded = _runs_embedded_default()
+    job = _job(embedded)
+    if embedded:
+        print(f"run_pretraining: no input flags (--input_file, --input_text_file, ...): running "
+              f"the embedded default job, pre-training {embedded_default.CONFIG_NAME} from "
+              f"scratch on Python standard-library docstrings, into {job.output_dir}",
+              flush=True)
+    _check(job, embedded)
+    import keras
+    import tensorflow as tf
+
+    from bert_tf.checkpoints import restore_weights, write_model_files
+    from bert_tf.config import BertConfig
+    from bert_tf.data.pretraining.records_dataset import (expand_input_files,
+                                                          naming_bad_input_files,
+                                                          record_lengths)
+    from bert_tf.training import distribution
+    from bert_tf.training.heldout_evaluation import HeldOutEvaluation
+    from bert_tf.training.pretraining_export import export_pretrained
+    from bert_tf.training.pretraining_trainer import PretrainingTrainer
+
+    # Before any TensorFlow op: MultiWorkerMirroredStrategy configures the runtime's collectives.
+    strategy = distribution.create_strategy(job.strategy, job.tpu)
+    inputs = _prepare_embedded_inputs(job) if embedded else None
+    text_files = (expand_input_files(job.input_text_file, "--input_text_file")
+                  if job.do_train and job.input_text_file else [])
+    train_files = (expand_input_files(job.input_file)
+                   if job.do_train and not text_files else [])
+    eval_flag = "--eval_input_file" if job.eval_input_file else "--input_file"
+    eval_files = (expand_input_files(job.eval_input_file or job.input_file, eval_flag)
+                  if job.do_eval else [])
+    if text_files:
+        for name, value in _TEXT_INPUT_DEFAULTS.items():
+            if getattr(job, name) is None:
+                setattr(job, name, value)
+        seq_length, predictions = job.max_seq_length, job.max_predictions_per_seq
+    else:
+        seq_length, predictions = _record_lengths(job, train_files or eval_files,
+                                                  "--input_file" if train_files else eval_flag)
+    # Held-out records keep their own lengths: e.g. the paper's 15 % masking (20 predictions)
+    # evaluates a model trained with more, or a short-sequence phase is evaluated at 128.
+    eval_lengths = (record_lengths(eval_files[0])
+                    if eval_files and (train_files or text_files) else (seq_length, predictions))
+    config = BertConfig.from_json_file(job.bert_config_file)
+    lengths = {"the training input": seq_length} if train_files or text_files else {}
+    if eval_files:
+        lengths[f"{eval_files[0]} (from {eval_flag})"] = eval_lengths[0]
+    for source, length in lengths.items():
+        if length > config.max_position_embeddings:
+            raise app.UsageError(f"max_seq_length {length} exceeds max_position_embeddings "
+                                 f"{config.max_position_embeddings} of {job.bert_config_file}"
+                                 f" ({source})")
+
+    keras.utils.set_random_seed(job.seed)
+    replicas = strategy.num_replicas_in_sync
+    if job.eval_batch_size % replicas:
+        raise app.UsageError(f"--eval_batch_size {job.eval_batch_size} must be divisible by "
+                             f"the {replicas} replicas")
+    try:
+        trainer = PretrainingTrainer(
+            strategy, config, global_batch_size=job.train_batch_size,
+            num_train_steps=job.num_train_steps, num_warmup_steps=job.num_warmup_steps,
+            learning_rate=job.learning_rate, optimizer=job.optimizer,
+            weight_decay_rate=job.weight_decay_rate, clip_norm=job.clip_norm,
+            mixed_precision=job.mixed_precision, jit_compile=job.jit_compile,
+            gradient_accumulation_steps=job.gradient_accumulation_steps)
+    except ValueError as e:  # e.g. a batch that does not split over replicas
+        raise app.UsageError(f"{e} (--train_batch_size, --gradient_accumulation_steps)") from e
+    chief = distribution.is_chief(strategy)
+    if chief:  # the checkpoints are then complete for the fine-tuning tools' --init_checkpoint
+        write_model_files(job.output_dir, config, job.vocab_file)
+    evaluation = (HeldOutEvaluation(trainer, eval_files, *eval_lengths, job.eval_batch_size,
+                                    job.output_dir, job.max_eval_steps, chief)
+                  if job.do_eval else None)
+
+    if job.do_train:
+        logging.info("Training on %d %s file(s) on %d replica(s) (--strategy=%s)",
+                     len(text_files or train_files), "text" if text_files else "record",
+                     replicas, job.strategy)
+        reading = (contextlib.nullcontext() if text_files
+                   else naming_bad_input_files(train_files, seq_length, predictions))
+        with reading:
+            trainer.train(
+                _training_dataset_fn(job, train_files, text_files, seq_length, predictions),
+                job.output_dir, steps_per_execution=job.steps_per_execution,
+                save_checkpoints_steps=job.save_checkpoints_steps,
+                keep_checkpoint_max=job.keep_checkpoint_max,
+                init_checkpoint=job.init_checkpoint,
+                after_checkpoint=(lambda step: evaluation()) if job.eval_every_checkpoint
+                else None)
+    elif tf.train.latest_checkpoint(job.output_dir):
+        trainer.restore(tf.train.latest_checkpoint(job.output_dir))
+    elif job.init_checkpoint:
+        restore_weights(trainer.model, job.init_checkpoint, pretraining_heads=True)
+    else:
+        raise app.UsageError("--nodo_train --do_eval needs a checkpoint: --output_dir has none "
+                             "and --init_checkpoint is not set")
+
+    step = int(trainer.global_step.numpy())
+    if evaluation and evaluation.step != step:
+        evaluation()
+    export_dir = (export_pretrained(trainer.model, job.export_dir, step, job.vocab_file,
+                                    job.do_lower_case)
+                  if job.export_dir and chief else None)
+    if embedded and chief:
+        print(embedded_default.summary(job.output_dir, inputs, step,
+                                       tf.train.latest_checkpoint(job.output_dir),
+                                       evaluation and evaluation.metrics, export_dir),
+              flush=True)
+
+
+def run():
+    run_tool(main, define_flags)

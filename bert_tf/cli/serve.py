@@ -1,0 +1,72 @@
+"""Serves a SavedModel over TF Serving's gRPC and REST APIs, for local use.
+
+Clients written for `tensorflow_model_server` work unchanged: gRPC `PredictionService`
+(Predict, Classify, GetModelMetadata) and `ModelService.GetModelStatus` on --port, REST
+`/v1/models/<name>[/versions/<v>][:predict|/metadata]` on --rest_api_port. Serves the newest
+version under --model_base_path (`<base>/<version>/saved_model.pb`) and picks up new versions
+without a restart. Flags are tensorflow_model_server's where it has them.
+
+Example:
+    bert-tf-serve --model_base_path=/tmp/export/bert_sst2
+    curl -d '{"instances": ["a gripping film"]}' localhost:8501/v1/models/bert_sst2:predict
+"""
+
+import signal
+import threading
+
+from absl import flags, logging
+
+from bert_tf.cli.app import run_tool
+
+FLAGS = flags.FLAGS
+
+
+def define_flags():
+    flags.DEFINE_string("model_base_path", None, "Directory holding one subdirectory per version: "
+                        "<model_base_path>/<version>/saved_model.pb.")
+    flags.DEFINE_string("model_name", "", "Name clients use for the model; default: the base "
+                        "path's directory name.")
+    flags.DEFINE_string("host", "127.0.0.1", "Address to bind both ports to; 0.0.0.0 exposes the "
+                        "server to the network.")
+    flags.DEFINE_integer("port", 8500, "gRPC port (0 picks a free one).")
+    flags.DEFINE_integer("rest_api_port", 8501, "REST port; 0 turns the REST API off, as in "
+                         "tensorflow_model_server.")
+    flags.DEFINE_integer("max_batch_size", 32, "Most rows one model call runs; a request with more "
+                         "rows is refused.", lower_bound=1)
+    flags.DEFINE_integer("batch_timeout_micros", 2000, "Longest a request waits for others to "
+                         "share its batch.", lower_bound=0)
+    flags.DEFINE_integer("max_request_bytes", 16 << 20, "Largest request body accepted (gRPC "
+                         "message or REST body).", lower_bound=1)
+    flags.DEFINE_float("file_system_poll_wait_seconds", 1.0, "Interval between looks for new "
+                       "versions; 0 looks once, at startup.", lower_bound=0)
+    flags.mark_flag_as_required("model_base_path")
+
+
+def main():
+    from bert_tf.serving import ModelServer, ServerOptions
+
+    options = ServerOptions(
+        model_base_path=FLAGS.model_base_path, model_name=FLAGS.model_name, host=FLAGS.host,
+        port=FLAGS.port, rest_api_port=FLAGS.rest_api_port or None,
+        max_batch_size=FLAGS.max_batch_size, batch_timeout_micros=FLAGS.batch_timeout_micros,
+        max_request_bytes=FLAGS.max_request_bytes,
+        file_system_poll_wait_seconds=FLAGS.file_system_poll_wait_seconds)
+    server = ModelServer(options)
+    server.start()
+
+    stop = threading.Event()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: stop.set())
+    rest = (f"REST at http://{options.host}:{server.rest_api_port}/v1/models/{options.model_name}"
+            if server.rest_api_port else "REST off")
+    # One parseable line: scripts started with --port=0 read the ports from it.
+    print(f"Serving model '{options.model_name}' from {options.model_base_path}: "
+          f"gRPC at {options.host}:{server.port}, {rest}", flush=True)
+    stop.wait()
+    logging.info("Shutting down")
+    server.stop()
+    return 0
+
+
+def run():
+    run_tool(main, define_flags)

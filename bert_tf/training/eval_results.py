@@ -1,0 +1,41 @@
+"""Evaluation results, written one way by every training job: `eval_results.json` in the job's
+output directory (the metrics with the global step, keys sorted) and the numeric ones as
+TensorBoard scalars under `eval/`.
+
+Example:
+    >>> write_eval_results("/tmp/sst2", {"accuracy": 0.91, "loss": 0.25}, step=2000)
+    '/tmp/sst2/eval_results.json'
+    >>> json.load(open("/tmp/sst2/eval_results.json"))
+    {'accuracy': 0.91, 'global_step': 2000, 'loss': 0.25}
+"""
+
+import json
+import os
+
+import tensorflow as tf
+
+from bert_tf.training.summaries import write_scalars
+
+EVAL_RESULTS_FILE = "eval_results.json"
+
+
+def write_json(path, value, **dump_options):
+    """Writes `value` to `path` as indented JSON (`dump_options` go to `json.dump`); returns
+    `path`."""
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(value, f, indent=2, **dump_options)
+        f.write("\n")
+    return path
+
+
+def write_eval_results(output_dir, results, step):
+    """Writes `results` ({metric: value}; values may be nested, e.g. data counts) with
+    `global_step` to `output_dir/eval_results.json`, and its numbers as scalars to
+    `output_dir/eval`; returns the JSON's path."""
+    path = write_json(os.path.join(output_dir, EVAL_RESULTS_FILE),
+                      {"global_step": step, **results}, sort_keys=True)
+    writer = tf.summary.create_file_writer(os.path.join(output_dir, "eval"))
+    write_scalars(writer, step, {name: value for name, value in results.items()
+                                 if isinstance(value, (int, float))})
+    writer.close()
+    return path
