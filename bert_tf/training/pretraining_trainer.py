@@ -2,7 +2,6 @@
 
 import logging
 import os
-import shutil
 import time
 
 import keras
@@ -249,7 +248,8 @@ class PretrainingTrainer:
                     after_checkpoint(step)
         writer.flush()
         if not chief:
-            shutil.rmtree(manager.directory, ignore_errors=True)
+            if tf.io.gfile.exists(manager.directory):  # local or gs://
+                tf.io.gfile.rmtree(manager.directory)
         return metrics
 
     def evaluate(self, dataset_fn, num_steps):

@@ -24,8 +24,6 @@ Example:
 
 import collections
 import contextlib
-import glob
-import os
 
 import numpy as np
 import tensorflow as tf
@@ -82,7 +80,8 @@ def expand_input_files(patterns, flag="--input_file"):
     for pattern in (p.strip() for p in patterns.split(",")):
         if not pattern:
             continue
-        matches = [m for m in glob.glob(pattern) if os.path.isfile(m)]
+        # tf.io.gfile: the same globs on gs:// (Cloud TPU jobs read their data there).
+        matches = [m for m in tf.io.gfile.glob(pattern) if not tf.io.gfile.isdir(m)]
         if not matches:
             raise InputFileError(f"{flag}: {pattern!r} matches no file")
         files.update(matches)
