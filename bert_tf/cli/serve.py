@@ -1,14 +1,17 @@
 """Serves a SavedModel over TF Serving's gRPC and REST APIs, for local use.
 
 Clients written for `tensorflow_model_server` work unchanged: gRPC `PredictionService`
-(Predict, Classify, GetModelMetadata) and `ModelService.GetModelStatus` on --port, REST
-`/v1/models/<name>[/versions/<v>][:predict|/metadata]` on --rest_api_port. Serves the newest
-version under --model_base_path (`<base>/<version>/saved_model.pb`) and picks up new versions
-without a restart. Flags are tensorflow_model_server's where it has them.
+(Predict, Classify, Regress, GetModelMetadata) and `ModelService.GetModelStatus` on --port, REST
+`/v1/models/<name>[/versions/<v>][:predict|:classify|:regress|/metadata]` on --rest_api_port.
+Serves the newest version under --model_base_path (`<base>/<version>/saved_model.pb`) and picks
+up new versions without a restart. Flags are tensorflow_model_server's where it has them.
+Requests beyond the workers and --max_queued_requests, or beyond --max_inflight_request_bytes
+of request data in progress, are refused at once (RESOURCE_EXHAUSTED, HTTP 503).
 
 Example:
     bert-tf-serve --model_base_path=/tmp/export/bert_sst2
     curl -d '{"instances": ["a gripping film"]}' localhost:8501/v1/models/bert_sst2:predict
+    curl -d '{"examples": [{"text": "a gripping film"}]}' localhost:8501/v1/models/bert_sst2:classify
 """
 
 import signal
@@ -39,6 +42,11 @@ def define_flags():
                          "message or REST body).", lower_bound=1)
     flags.DEFINE_float("file_system_poll_wait_seconds", 1.0, "Interval between looks for new "
                        "versions; 0 looks once, at startup.", lower_bound=0)
+    flags.DEFINE_integer("max_queued_requests", 64, "Requests (gRPC) or connections (REST) that "
+                         "may wait for a worker; more are refused at once.", lower_bound=0)
+    flags.DEFINE_integer("max_inflight_request_bytes", 256 << 20, "Request data that requests "
+                         "in progress may hold together; more is refused at once (bounds the "
+                         "server's memory).", lower_bound=1)
     flags.mark_flag_as_required("model_base_path")
 
 
@@ -50,7 +58,9 @@ def main():
         port=FLAGS.port, rest_api_port=FLAGS.rest_api_port or None,
         max_batch_size=FLAGS.max_batch_size, batch_timeout_micros=FLAGS.batch_timeout_micros,
         max_request_bytes=FLAGS.max_request_bytes,
-        file_system_poll_wait_seconds=FLAGS.file_system_poll_wait_seconds)
+        file_system_poll_wait_seconds=FLAGS.file_system_poll_wait_seconds,
+        max_queued_requests=FLAGS.max_queued_requests,
+        max_inflight_request_bytes=FLAGS.max_inflight_request_bytes)
     server = ModelServer(options)
     server.start()
 

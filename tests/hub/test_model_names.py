@@ -18,6 +18,7 @@ from bert_tf_hub_names import ModelNameResolver
 from bert_tf.text.bert_preprocessor import BertPreprocessor
 from tests.export.tiny_models import encoder_inputs
 from tests.hub.tiny_install import install_tiny_model
+from tests.tools.tool_runs import run_tool
 
 
 @pytest.fixture(scope="module")
@@ -132,14 +133,15 @@ def test_default_names_say_what_is_inside(layers, hidden, heads, do_lower_case, 
     assert default_model_name(config, do_lower_case) == name
 
 
-def test_install_without_a_name_names_the_model_after_its_config(installed, tmp_path):
-    paths = install_model(installed[1], vocab_file=installed[3], do_lower_case=False,
-                          directory=str(tmp_path))
+def test_the_tool_without_a_name_names_the_model_after_its_config(installed, tmp_path):
+    result = run_tool("install_hub_model.py", f"--init_checkpoint={installed[1]}",
+                      "--nodo_lower_case", "--seq_length=16", f"--hub_dir={tmp_path}")
+    assert result.returncode == 0, result.stderr
     # The tiny test model: 1 layer, H=16, 2 heads (8 wide, so not the compact family); cased.
-    assert paths == {
-        "bert_tf_L1_H16_A2_cased": str(tmp_path / "bert_tf_L1_H16_A2_cased" / "1"),
-        "bert_tf_L1_H16_A2_cased_preprocess": str(
-            tmp_path / "bert_tf_L1_H16_A2_cased_preprocess" / "1")}
+    assert result.stdout.splitlines() == [
+        f"Installed bert_tf_L1_H16_A2_cased at {tmp_path / 'bert_tf_L1_H16_A2_cased' / '1'}",
+        f"Installed bert_tf_L1_H16_A2_cased_preprocess at "
+        f"{tmp_path / 'bert_tf_L1_H16_A2_cased_preprocess' / '1'}"]
 
 
 def test_keras3_tfsm_layer_runs_the_installed_models_for_inference(model_dir, installed):
