@@ -113,21 +113,29 @@ class _RegisterAfterExec:
     def exec_module(self, module):
         self._loader.exec_module(module)
         register_resolver()
+        sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, _HubImportFinder)]
 
     def __getattr__(self, name):
         return getattr(self._loader, name)
 
 
 class _HubImportFinder:
-    """A `sys.meta_path` finder that answers only for `tensorflow_hub`, once, with the real spec
-    whose loader registers the resolver after the import."""
+    """A `sys.meta_path` finder that answers only for `tensorflow_hub`, with the real spec whose
+    loader registers the resolver once the module has run. It stays in place until then, so a
+    mere `importlib.util.find_spec("tensorflow_hub")` probe does not use it up."""
+
+    def __init__(self):
+        self._searching = False
 
     def find_spec(self, fullname, path=None, target=None):
-        if fullname != _HUB_MODULE:
+        if fullname != _HUB_MODULE or self._searching:
             return None
-        sys.meta_path.remove(self)
         import importlib.util
-        spec = importlib.util.find_spec(fullname)
+        self._searching = True  # the real spec comes from the finders after this one
+        try:
+            spec = importlib.util.find_spec(fullname)
+        finally:
+            self._searching = False
         if spec is not None and spec.loader is not None:
             spec.loader = _RegisterAfterExec(spec.loader)
         return spec
