@@ -195,3 +195,15 @@ def test_the_real_minilm_by_name_matches_transformers(tmp_path):
     np.testing.assert_allclose(report["pooled_output"], reference["pooled_output"][single],
                                rtol=0, atol=1e-4)
     assert report["trained"] == report["encoder_weights"] > 0
+
+
+def test_a_find_spec_probe_before_the_import_does_not_use_the_hook_up(tmp_path):
+    result = subprocess.run(
+        [sys.executable, "-c", "import importlib.util, sys\n"
+         "assert importlib.util.find_spec('tensorflow_hub') is not None\n"
+         "import tensorflow_hub\n"
+         "from tensorflow_hub import registry\n"
+         "print(type(registry.resolver._impls[-1]).__module__)"],
+        capture_output=True, text=True, timeout=300, cwd=str(tmp_path), env={**os.environ, **ENV})
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.split() == ["bert_tf_hub_names"]
