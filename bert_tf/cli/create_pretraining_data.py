@@ -19,8 +19,9 @@ Example:
 
 import sys
 
-from absl import flags
+from absl import app, flags
 
+from bert_tf.cli import tfds_flags
 from bert_tf.cli.app import run_tool
 from bert_tf.data.pretraining.records_dataset import expand_input_files
 from bert_tf.data.pretraining.records_writer import DEFAULT_CHUNK_BYTES, write_pretraining_data
@@ -58,7 +59,9 @@ def define_flags():
     flags.DEFINE_float("chunk_size_mb", DEFAULT_CHUNK_BYTES / 2**20,
                        "Megabytes of text per chunk: the memory bound of a worker, and the pool "
                        "random next sentences are drawn from.", lower_bound=0.0)
-    flags.mark_flags_as_required(["input_file", "output_file", "vocab_file"])
+    # Instead of --input_file: a TFDS text dataset, one example = one document.
+    tfds_flags.define_pretraining_tfds_flags()
+    flags.mark_flags_as_required(["output_file", "vocab_file"])
 
 
 def output_files(output_file, num_output_shards):
@@ -76,7 +79,17 @@ def output_files(output_file, num_output_shards):
 
 
 def main():
-    inputs = expand_input_files(FLAGS.input_file, flag="--input_file")
+    if bool(FLAGS.input_file) == bool(FLAGS.tfds_name):
+        raise app.UsageError("give --input_file (text files) or --tfds_name (a TFDS text "
+                             "dataset), one of them")
+    if FLAGS.tfds_name:
+        from bert_tf.data.tfds.pretraining_text import TfdsText
+
+        source = TfdsText(FLAGS.tfds_name, FLAGS.tfds_split, FLAGS.tfds_data_dir,
+                          FLAGS.tfds_text_key)
+        inputs, read_lines = source.files, source.lines
+    else:
+        inputs, read_lines = expand_input_files(FLAGS.input_file, flag="--input_file"), None
     outputs = output_files(FLAGS.output_file, FLAGS.num_output_shards)
     print(f"Reading {len(inputs)} files, writing {len(outputs)} files: "
           f"{', '.join(outputs[:3])}{', ...' if len(outputs) > 3 else ''}", file=sys.stderr)
@@ -87,7 +100,8 @@ def main():
         max_seq_length=FLAGS.max_seq_length,
         max_predictions_per_seq=FLAGS.max_predictions_per_seq,
         masked_lm_prob=FLAGS.masked_lm_prob, short_seq_prob=FLAGS.short_seq_prob,
-        whole_word_mask=FLAGS.do_whole_word_mask, dupe_factor=FLAGS.dupe_factor)
+        whole_word_mask=FLAGS.do_whole_word_mask, dupe_factor=FLAGS.dupe_factor,
+        read_lines=read_lines)
     print(statistics.report(), file=sys.stderr)
 
 

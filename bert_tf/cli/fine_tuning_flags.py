@@ -53,6 +53,8 @@ def define_fine_tuning_flags(max_seq_length=128):
     flags.DEFINE_float("learning_rate", 5e-5, "Peak learning rate of AdamW.")
     flags.DEFINE_float("num_train_epochs", 3.0, "Passes over the training data (may be "
                        "fractional).")
+    flags.DEFINE_integer("num_train_steps", None, "Optimizer steps to train; overrides "
+                         "--num_train_epochs.", lower_bound=1)
     flags.DEFINE_float("warmup_proportion", 0.1, "Share of the steps with a linear warmup.")
     flags.DEFINE_integer("save_checkpoints_steps", 1000, "Checkpoint every this many steps.")
     flags.DEFINE_enum("mixed_precision", "float32", list(MIXED_PRECISION),
@@ -115,10 +117,14 @@ def check_flags(data_flags, data_files=None, tool_problems=()):
         raise app.UsageError("; ".join(problems))
 
 
-def fine_tune_on_data_dir(fine_tune):
-    """The `main` of a tool whose modes read the files of `define_data_file_flags`: checks the
-    flags, then calls `fine_tune(vocab_file)`."""
-    check_flags({mode: ["data_dir"] for mode in DATA_FILE_FLAGS}, data_files=DATA_FILE_FLAGS)
+def fine_tune_on_data_dir(fine_tune, files=True):
+    """The `main` of a tool whose modes read the files of `define_data_file_flags` (unless
+    `files` is False: the data comes from elsewhere, e.g. --tfds_name): checks the flags, then
+    calls `fine_tune(vocab_file)`."""
+    if files:
+        check_flags({mode: ["data_dir"] for mode in DATA_FILE_FLAGS}, data_files=DATA_FILE_FLAGS)
+    else:
+        check_flags({})
     logging.getLogger("bert_tf").setLevel(logging.INFO)
     fine_tune(vocab_file_from_flags())
 
@@ -154,7 +160,10 @@ def prepare_output_dir(encoder, vocab_file):
 
 
 def num_train_steps(num_examples):
-    """Optimizer steps for --num_train_epochs over `num_examples` at --train_batch_size."""
+    """--num_train_steps, else the optimizer steps for --num_train_epochs over `num_examples` at
+    --train_batch_size."""
+    if FLAGS.num_train_steps:
+        return FLAGS.num_train_steps
     return max(1, math.ceil(num_examples * FLAGS.num_train_epochs / FLAGS.train_batch_size))
 
 
@@ -164,8 +173,9 @@ def fine_tuner_from_flags(model, num_examples, **compile_arguments):
     from bert_tf.training.fine_tuning import FineTuner
 
     steps = num_train_steps(num_examples)
-    logger.info("%d training examples, %s epochs at batch %d: %d steps", num_examples,
-                FLAGS.num_train_epochs, FLAGS.train_batch_size, steps)
+    epochs = steps * FLAGS.train_batch_size / max(num_examples, 1)
+    logger.info("%d training examples, %d steps at batch %d (%.2f epochs)", num_examples,
+                steps, FLAGS.train_batch_size, epochs)
     return FineTuner(model, FLAGS.output_dir, num_train_steps=steps,
                      learning_rate=FLAGS.learning_rate,
                      warmup_proportion=FLAGS.warmup_proportion,

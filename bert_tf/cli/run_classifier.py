@@ -6,6 +6,13 @@ WNLI. --data_dir holds the task's files under GLUE's names: train.tsv, dev.tsv (
 dev_matched.tsv, dev_mismatched.tsv), test.tsv (MNLI: test_matched.tsv, test_mismatched.tsv).
 Sentence pairs are packed as two segments, `[CLS] a [SEP] b [SEP]`.
 
+Or from TensorFlow Datasets: --tfds_name=glue/<config> (cola, sst2, mrpc, qqp, stsb, mnli, qnli,
+rte, wnli; --task_name follows from it) prepared in --tfds_data_dir, splits --tfds_train_split,
+--tfds_eval_split, --tfds_predict_split (train, validation, test; MNLI: validation_matched and
+validation_mismatched, test_matched and test_mismatched). Examples are read in TFDS's `idx`
+order (the GLUE file's), labels in the task's order, and predictions keyed by `idx`, so the
+results equal those of the same TSV files.
+
 Texts are tokenized in-graph (tf.text, inside tf.data); training batches group examples of
 similar length and every batch is padded only to its longest example (rounded up to 16).
 
@@ -35,6 +42,7 @@ import os
 from absl import app, flags
 
 from bert_tf.cli import fine_tuning_flags as common
+from bert_tf.cli import tfds_flags
 from bert_tf.cli.app import run_tool
 
 FLAGS = flags.FLAGS
@@ -42,6 +50,7 @@ FLAGS = flags.FLAGS
 
 def define_flags():
     common.define_fine_tuning_flags()
+    tfds_flags.define_fine_tuning_tfds_flags("glue/<config>")
     flags.DEFINE_string("task_name", None, "The GLUE task: CoLA, SST-2, MRPC, QQP, STS-B, MNLI, "
                         "QNLI, RTE or WNLI.")
     flags.DEFINE_string("data_dir", None, "The task's directory of GLUE TSV files (train.tsv, "
@@ -54,6 +63,12 @@ def _read(task, mode):
     from bert_tf.data.tasks.glue import read_glue_tsv
 
     predicting = mode == "predict"
+    if FLAGS.tfds_name:
+        from bert_tf.data.tfds.glue import glue_tfds_splits, read_glue_tfds
+
+        return [read_glue_tfds(FLAGS.tfds_name, split, FLAGS.tfds_data_dir, task,
+                               labelled=not predicting, skip_empty_texts=not predicting)
+                for split in glue_tfds_splits(task, mode, tfds_flags.tfds_split_flags()[mode])]
     return [read_glue_tsv(os.path.join(FLAGS.data_dir, name), task, labelled=not predicting,
                           skip_empty_texts=not predicting)
             for name in task.files[mode]]
@@ -150,13 +165,19 @@ def _write_predictions(path, task, examples, logits):
 
 
 def main():
-    needs = ["task_name", "data_dir"]
+    needs = [] if FLAGS.tfds_name else ["task_name", "data_dir"]
     common.check_flags({"train": needs, "eval": needs, "predict": needs})
     from bert_tf.data.tasks.glue_tasks import glue_task
+    from bert_tf.data.tfds.glue import glue_task_for_tfds
     try:
-        task = glue_task(FLAGS.task_name)
+        task = glue_task(FLAGS.task_name) if FLAGS.task_name else None
+        tfds_task = glue_task_for_tfds(FLAGS.tfds_name) if FLAGS.tfds_name else None
     except ValueError as error:
-        raise app.UsageError(f"--task_name: {error}") from None
+        raise app.UsageError(f"--task_name/--tfds_name: {error}") from None
+    if task and tfds_task and task is not tfds_task:
+        raise app.UsageError(f"--task_name={FLAGS.task_name} is not the task of "
+                             f"--tfds_name={FLAGS.tfds_name} ({tfds_task.name})")
+    task = task or tfds_task
 
     # Every file is read (and checked) before the minutes of model loading and training.
     train = _read(task, "train")[0] if FLAGS.do_train else None

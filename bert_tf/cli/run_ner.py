@@ -5,6 +5,10 @@ Data: --data_dir with --train_file (train.txt), --eval_file (valid.txt) and --pr
 (test.txt): one word per line, the tag in the last column (`EU NNP B-NP B-ORG`), a blank line
 between sentences, `-DOCSTART-` lines between documents; IOB1 or IOB2 tags, kept as found.
 
+Or from TensorFlow Datasets: --tfds_name=conll2003 (or a CoNLL-like dataset with `tokens` and
+`ner`) prepared in --tfds_data_dir, splits --tfds_train_split, --tfds_eval_split (validation:
+conll2003's dev), --tfds_predict_split; the labels are the names of the `ner` ClassLabel.
+
 As in the paper, each word is tokenized on its own and tagged by the logits at its first word
 piece; the other pieces are left out of the loss. A sentence longer than --max_seq_length pieces
 is split at word boundaries into several windows, so every word gets a prediction (the counts
@@ -27,6 +31,7 @@ import os
 from absl import app, flags
 
 from bert_tf.cli import fine_tuning_flags as common
+from bert_tf.cli import tfds_flags
 from bert_tf.cli.app import run_tool
 
 FLAGS = flags.FLAGS
@@ -39,17 +44,19 @@ def define_flags():
     common.define_fine_tuning_flags()
     common.define_data_file_flags("CoNLL", "train.txt", "valid.txt", "test.txt",
                                   "; a tag column, if any, is ignored")
+    tfds_flags.define_fine_tuning_tfds_flags("conll2003")
     flags.DEFINE_string("conll_encoding", "utf-8", "Text encoding of the CoNLL files (the "
                         "original CoNLL-2003 release is latin-1).")
 
 
-def _labels(train_sentences, train_path):
-    """The label list: the training data's tags (saved to --output_dir), or the saved list."""
+def _labels(train_sentences, train_path, dataset_labels=None):
+    """The label list: `dataset_labels` (a TFDS dataset's) or the training data's tags (saved
+    to --output_dir), or the saved list."""
     from bert_tf.data.tasks import conll
 
     path = os.path.join(FLAGS.output_dir, LABEL_LIST_FILE)
     if train_sentences is not None:
-        labels = conll.label_list(train_sentences, train_path)
+        labels = dataset_labels or conll.label_list(train_sentences, train_path)
         if os.path.exists(path) and conll.read_label_list(path) != labels:
             raise conll.ConllFormatError(
                 f"{train_path} has the tags {labels}, but {path} (from an earlier run in "
@@ -84,6 +91,21 @@ def _predict_tags(tuner, windows, labels, batch_size):
     return [[labels[i] for i in sentence] for sentence in windows.word_predictions(logits)]
 
 
+def _read_sentences(mode, file_flag):
+    """`(where, sentences, the dataset's labels or None)` of `mode`: from --tfds_name's split,
+    or from the file of `file_flag` in --data_dir."""
+    from bert_tf.data.tasks import conll
+
+    if FLAGS.tfds_name:
+        from bert_tf.data.tfds.conll import read_conll_tfds
+
+        sentences, labels, where = read_conll_tfds(
+            FLAGS.tfds_name, tfds_flags.tfds_split_flags()[mode], FLAGS.tfds_data_dir)
+        return where, sentences, labels
+    path = common.data_path(file_flag)
+    return path, conll.read_conll(path, FLAGS.conll_encoding), None
+
+
 def fine_tune(tokenizer_vocab):
     import keras
 
@@ -95,18 +117,16 @@ def fine_tune(tokenizer_vocab):
 
     tokenizer = BertTokenizer(tokenizer_vocab, FLAGS.do_lower_case)
     # Every file is read and checked before the (long) training.
-    train_path = common.data_path("train_file")
-    train_sentences = (conll.read_conll(train_path, FLAGS.conll_encoding) if FLAGS.do_train
-                       else None)
-    labels = _labels(train_sentences, train_path)
+    train_path, train_sentences, dataset_labels = (
+        _read_sentences("train", "train_file") if FLAGS.do_train else (None, None, None))
+    labels = _labels(train_sentences, train_path, dataset_labels)
     logger.info("%d labels: %s", len(labels), " ".join(labels))
     data = {}
     for mode, name, tagged in (("train", "train_file", True), ("eval", "eval_file", True),
                                ("predict", "predict_file", False)):
         if FLAGS[f"do_{mode}"].value:
-            path = common.data_path(name)
-            sentences = (train_sentences if mode == "train"
-                         else conll.read_conll(path, FLAGS.conll_encoding))
+            path, sentences, _ = ((train_path, train_sentences, None) if mode == "train"
+                                  else _read_sentences(mode, name))
             tags = conll.tag_ids(sentences, labels, path) if tagged else None
             data[mode] = (path, sentences, _windows(sentences, tokenizer, tags,
                                                     f"{mode} data {path}"))
@@ -149,7 +169,7 @@ def fine_tune(tokenizer_vocab):
 
 
 def main():
-    common.fine_tune_on_data_dir(fine_tune)
+    common.fine_tune_on_data_dir(fine_tune, files=not FLAGS.tfds_name)
 
 
 def run():

@@ -36,23 +36,18 @@ import types
 
 from absl import app, flags, logging
 
+from bert_tf.cli import tfds_flags
 from bert_tf.cli.app import run_tool
-from bert_tf.training import tpu_host
-
-# Before the imports below load TensorFlow: tensorflow-tpu on a machine without TPU chips would
-# otherwise spend minutes at import looking for one (see tpu_host).
-tpu_host.skip_libtpu_without_tpu()
-
-from bert_tf.training import embedded_default  # noqa: E402
-from bert_tf.training.distribution import STRATEGIES  # noqa: E402
-from bert_tf.training.mixed_precision import MIXED_PRECISION  # noqa: E402
-from bert_tf.training.optimizers import OPTIMIZERS  # noqa: E402
+from bert_tf.training import embedded_default
+from bert_tf.training.distribution import STRATEGIES
+from bert_tf.training.mixed_precision import MIXED_PRECISION
+from bert_tf.training.optimizers import OPTIMIZERS
 
 FLAGS = flags.FLAGS
 
 # Flags that name the job's inputs: with none of them, the embedded default job runs.
-_JOB_FLAGS = ("input_file", "input_text_file", "eval_input_file", "bert_config_file",
-              "init_checkpoint", "vocab_file")
+_JOB_FLAGS = ("input_file", "input_text_file", "tfds_name", "eval_input_file",
+              "bert_config_file", "init_checkpoint", "vocab_file")
 _TEXT_INPUT_DEFAULTS = {"max_seq_length": 128, "max_predictions_per_seq": 20}
 
 
@@ -129,6 +124,8 @@ def define_flags():
     flags.DEFINE_integer("embedded_vocab_size", embedded_default.VOCAB_SIZE,
                          "Embedded default job only: target size of the learned vocabulary "
                          "(see bert_tf.text.vocab.learn_vocab).")
+    # Instead of --input_text_file: TFDS text, masked on the fly the same way.
+    tfds_flags.define_pretraining_tfds_flags()
 
 
 def _runs_embedded_default():
@@ -152,7 +149,8 @@ def _job(embedded):
     """The job's settings: the flags' values, with the embedded default job's own defaults for
     the flags not given when it runs. `main` reads these, never FLAGS, so that what the job
     fills in later (the embedded job's inputs, lengths read from records) stays out of FLAGS."""
-    job = {flag.name: flag.value for flag in FLAGS.get_flags_for_module(__name__)}
+    job = {flag.name: flag.value for module in (__name__, tfds_flags.__name__)
+           for flag in FLAGS.get_flags_for_module(module)}
     if embedded:
         job.update({name: value for name, value in _embedded_defaults().items()
                     if not FLAGS[name].present})
@@ -167,11 +165,15 @@ def _input_problems(job):
     if job.input_file and job.input_text_file:
         problems.append("--input_file (records) and --input_text_file (raw text) exclude each "
                         "other")
-    if job.do_train and not (job.input_file or job.input_text_file):
-        problems.append("--input_file (comma-separated globs of TFRecord files) or "
-                        "--input_text_file (raw text) is required to train")
-    if job.input_text_file and not job.vocab_file:
-        problems.append("--input_text_file needs --vocab_file to tokenize the text")
+    if job.tfds_name and (job.input_file or job.input_text_file):
+        problems.append("--tfds_name (TFDS text) excludes --input_file and --input_text_file")
+    if job.do_train and not (job.input_file or job.input_text_file or job.tfds_name):
+        problems.append("--input_file (comma-separated globs of TFRecord files), "
+                        "--input_text_file (raw text) or --tfds_name (TFDS text) is required "
+                        "to train")
+    for text_flag in ("input_text_file", "tfds_name"):
+        if getattr(job, text_flag) and not job.vocab_file:
+            problems.append(f"--{text_flag} needs --vocab_file to tokenize the text")
     if job.do_eval and not (job.eval_input_file or job.input_file):
         problems.append("--eval_input_file (records) or --input_file is required to evaluate")
     if job.export_dir and not job.vocab_file:
@@ -192,7 +194,7 @@ def _check(job, embedded):
         problems.append("--output_dir is required")
     if not (job.do_train or job.do_eval):
         problems.append("nothing to do: --do_train and --do_eval are both off")
-    if embedded and job.strategy == "multi_worker_mirrored":
+    if embedded and job.strategy in ("multi_worker_mirrored", "tpu"):
         problems.append(f"the embedded default job runs on this machine, not with "
                         f"--strategy={job.strategy}; name the inputs with --input_file etc.")
     if embedded and not (0 < job.embedded_corpus_mb and job.embedded_vocab_size > 100):
@@ -240,8 +242,10 @@ def _record_lengths(job, files, flag):
     return lengths
 
 
-def _training_dataset_fn(job, train_files, text_files, seq_length, predictions):
-    """`(input_context, start_step) -> dataset` of the records or, masked on the fly, the text."""
+def _training_dataset_fn(job, train_files, text_files, seq_length, predictions,
+                         read_lines=None):
+    """`(input_context, start_step) -> dataset` of the records or, masked on the fly, the text
+    (`read_lines`: how a text file is read, see `dynamic_masking_dataset`)."""
     from bert_tf.data.pretraining.dynamic_masking_dataset import dynamic_masking_dataset
     from bert_tf.data.pretraining.records_dataset import training_dataset
     from bert_tf.text.bert_tokenizer import BertTokenizer
@@ -251,7 +255,8 @@ def _training_dataset_fn(job, train_files, text_files, seq_length, predictions):
         return lambda context, start_step: dynamic_masking_dataset(
             text_files, job.train_batch_size, seq_length, predictions, context,
             seed=job.seed, start_step=start_step, tokenizer=tokenizer,
-            next_sentence=job.next_sentence_prediction, whole_word_mask=job.do_whole_word_mask)
+            next_sentence=job.next_sentence_prediction, whole_word_mask=job.do_whole_word_mask,
+            read_lines=read_lines)
     return lambda context, start_step: training_dataset(
         train_files, job.train_batch_size, seq_length, predictions, context, seed=job.seed,
         start_step=start_step)
@@ -260,12 +265,6 @@ def _training_dataset_fn(job, train_files, text_files, seq_length, predictions):
 def main():
     embedded = _runs_embedded_default()
     job = _job(embedded)
-    if embedded and job.strategy == "tpu":  # said before anything runs or prints
-        inputs = " or ".join(f"--{name}" for name in ("input_file", "input_text_file", "tfds_name")
-                             if name in FLAGS)
-        raise app.UsageError(f"a TPU job (--strategy=tpu) needs its inputs named: {inputs} (on "
-                             f"gs:// for a TPU node), with --bert_config_file; the embedded "
-                             f"default job runs on this machine only")
     if embedded:
         print(f"run_pretraining: no input flags (--input_file, --input_text_file, ...): running "
               f"the embedded default job, pre-training {embedded_default.CONFIG_NAME} from "
@@ -290,6 +289,12 @@ def main():
     inputs = _prepare_embedded_inputs(job) if embedded else None
     text_files = (expand_input_files(job.input_text_file, "--input_text_file")
                   if job.do_train and job.input_text_file else [])
+    tfds_text = None
+    if job.do_train and job.tfds_name:
+        from bert_tf.data.tfds.pretraining_text import TfdsText
+
+        tfds_text = TfdsText(job.tfds_name, job.tfds_split, job.tfds_data_dir, job.tfds_text_key)
+        text_files = tfds_text.files
     train_files = (expand_input_files(job.input_file)
                    if job.do_train and not text_files else [])
     eval_flag = "--eval_input_file" if job.eval_input_file else "--input_file"
@@ -347,7 +352,8 @@ def main():
                    else naming_bad_input_files(train_files, seq_length, predictions))
         with reading:
             trainer.train(
-                _training_dataset_fn(job, train_files, text_files, seq_length, predictions),
+                _training_dataset_fn(job, train_files, text_files, seq_length, predictions,
+                                     tfds_text.line_dataset if tfds_text else None),
                 job.output_dir, steps_per_execution=job.steps_per_execution,
                 save_checkpoints_steps=job.save_checkpoints_steps,
                 keep_checkpoint_max=job.keep_checkpoint_max,

@@ -15,6 +15,11 @@ Contexts longer than a sequence are read in windows --doc_stride word pieces apa
 cut out of the original context through each token's offsets. Batches are padded to their
 longest sequence, training batches bucketed by length.
 
+Or from TensorFlow Datasets: --tfds_name=squad/v1.1 or squad/v2.0 (v2.0 sets
+--version_2_with_negative) prepared in --tfds_data_dir; training reads --tfds_train_split,
+evaluation --tfds_eval_split (validation), prediction alone --tfds_predict_split. The questions
+are regrouped into SQuAD's articles, so the official metric scores them as the JSON file's.
+
 --train_articles / --predict_articles take a slice "start:stop" of a file's articles, e.g. to
 train on the first 38 articles of dev-v1.1.json and evaluate on the last 10.
 
@@ -30,6 +35,7 @@ import logging
 from absl import flags
 
 from bert_tf.cli import fine_tuning_flags as common
+from bert_tf.cli import tfds_flags
 from bert_tf.cli.app import run_tool
 
 FLAGS = flags.FLAGS
@@ -37,6 +43,7 @@ FLAGS = flags.FLAGS
 
 def define_flags():
     common.define_fine_tuning_flags(max_seq_length=384)
+    tfds_flags.define_fine_tuning_tfds_flags("squad/v1.1, squad/v2.0")
     flags.DEFINE_string("train_file", None, "SQuAD JSON for training, e.g. train-v1.1.json.")
     flags.DEFINE_string("predict_file", None, "SQuAD JSON to predict (and, with --do_eval, "
                         "score), e.g. dev-v1.1.json.")
@@ -66,15 +73,23 @@ def _check_squad_flags():
     if FLAGS.max_seq_length < FLAGS.max_query_length + 4:
         problems.append(f"--max_seq_length ({FLAGS.max_seq_length}) must exceed "
                         f"--max_query_length ({FLAGS.max_query_length}) + 3 special tokens")
-    common.check_flags({"train": ["train_file"], "eval": ["predict_file"],
-                        "predict": ["predict_file"]}, tool_problems=problems)
+    data_flags = {} if FLAGS.tfds_name else {"train": ["train_file"], "eval": ["predict_file"],
+                                              "predict": ["predict_file"]}
+    common.check_flags(data_flags, tool_problems=problems)
 
 
-def _read(path, articles, tokenizer, is_training):
-    """(articles, examples, features) of `path`; logs the skipped training questions."""
+def _read(path, articles, tokenizer, is_training, tfds_split=None):
+    """(articles, examples, features) of `path`, or of `tfds_split` of --tfds_name; logs the
+    skipped training questions."""
     from bert_tf.data.tasks import squad
 
-    selected = squad.read_squad_file(path, squad.article_slice(articles))
+    if FLAGS.tfds_name:
+        from bert_tf.data.tfds.squad import read_squad_tfds
+
+        selected, path = read_squad_tfds(FLAGS.tfds_name, tfds_split, FLAGS.tfds_data_dir)
+        selected = selected[squad.article_slice(articles)]
+    else:
+        selected = squad.read_squad_file(path, squad.article_slice(articles))
     skipped = squad.SkippedQuestions()
     examples = squad.squad_examples(selected, path, is_training, FLAGS.version_2_with_negative,
                                     require_answers=FLAGS.do_eval and not is_training,
@@ -151,6 +166,11 @@ def _evaluate(articles, predictions, null_odds):
 
 def main():
     _check_squad_flags()
+    if FLAGS.tfds_name:
+        from bert_tf.data.tfds.squad import squad_version_2
+
+        FLAGS.version_2_with_negative = squad_version_2(FLAGS.tfds_name)
+    splits = tfds_flags.tfds_split_flags()
     logging.getLogger("bert_tf").setLevel(logging.INFO)
     import keras
     import tensorflow as tf
@@ -161,9 +181,10 @@ def main():
     vocab_file = common.vocab_file_from_flags()
     tokenizer = BertTokenizer(vocab_file, FLAGS.do_lower_case)
     # Read all data before building the model: a bad file fails in seconds.
-    train = (_read(FLAGS.train_file, FLAGS.train_articles, tokenizer, is_training=True)
-             if FLAGS.do_train else None)
-    predict = (_read(FLAGS.predict_file, FLAGS.predict_articles, tokenizer, is_training=False)
+    train = (_read(FLAGS.train_file, FLAGS.train_articles, tokenizer, is_training=True,
+                   tfds_split=splits["train"]) if FLAGS.do_train else None)
+    predict = (_read(FLAGS.predict_file, FLAGS.predict_articles, tokenizer, is_training=False,
+                     tfds_split=splits["eval" if FLAGS.do_eval else "predict"])
                if FLAGS.do_eval or FLAGS.do_predict else None)
 
     encoder = common.encoder_from_flags()
