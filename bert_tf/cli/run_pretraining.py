@@ -38,10 +38,16 @@ from absl import app, flags, logging
 
 from bert_tf.cli import tfds_flags
 from bert_tf.cli.app import run_tool
-from bert_tf.training import embedded_default
-from bert_tf.training.distribution import STRATEGIES
-from bert_tf.training.mixed_precision import MIXED_PRECISION
-from bert_tf.training.optimizers import OPTIMIZERS
+from bert_tf.training import tpu_host
+
+# Before the imports below load TensorFlow: tensorflow-tpu on a machine without TPU chips would
+# otherwise spend minutes at import looking for one (see tpu_host).
+tpu_host.skip_libtpu_without_tpu()
+
+from bert_tf.training import embedded_default  # noqa: E402
+from bert_tf.training.distribution import STRATEGIES  # noqa: E402
+from bert_tf.training.mixed_precision import MIXED_PRECISION  # noqa: E402
+from bert_tf.training.optimizers import OPTIMIZERS  # noqa: E402
 
 FLAGS = flags.FLAGS
 
@@ -194,7 +200,7 @@ def _check(job, embedded):
         problems.append("--output_dir is required")
     if not (job.do_train or job.do_eval):
         problems.append("nothing to do: --do_train and --do_eval are both off")
-    if embedded and job.strategy in ("multi_worker_mirrored", "tpu"):
+    if embedded and job.strategy == "multi_worker_mirrored":
         problems.append(f"the embedded default job runs on this machine, not with "
                         f"--strategy={job.strategy}; name the inputs with --input_file etc.")
     if embedded and not (0 < job.embedded_corpus_mb and job.embedded_vocab_size > 100):
@@ -265,6 +271,12 @@ def _training_dataset_fn(job, train_files, text_files, seq_length, predictions,
 def main():
     embedded = _runs_embedded_default()
     job = _job(embedded)
+    if embedded and job.strategy == "tpu":  # said before anything runs or prints
+        inputs = " or ".join(f"--{name}" for name in ("input_file", "input_text_file", "tfds_name")
+                             if name in FLAGS)
+        raise app.UsageError(f"a TPU job (--strategy=tpu) needs its inputs named: {inputs} (on "
+                             f"gs:// for a TPU node), with --bert_config_file; the embedded "
+                             f"default job runs on this machine only")
     if embedded:
         print(f"run_pretraining: no input flags (--input_file, --input_text_file, ...): running "
               f"the embedded default job, pre-training {embedded_default.CONFIG_NAME} from "
