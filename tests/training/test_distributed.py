@@ -11,6 +11,7 @@ import tensorflow as tf
 from bert_tf.training.distribution import create_strategy
 from tests.data.pretraining.records import write_pretraining_records
 from tests.resources import REPO_ROOT
+from tests.tools.tool_runs import run_tool
 from tests.training.test_pretraining_trainer import PREDICTIONS, SEQ
 
 
@@ -122,3 +123,32 @@ def test_a_worker_without_tpu_or_without_an_op_is_one_line_naming_cause_and_fix(
     assert_one_line_naming(outcomes[f"unregistered_op={cpu_worker}"], "TpuUnavailableError",
                            "does not know the op NormalizeUTF8", "tensorflow-text",
                            "--input_file records instead of raw text")
+
+
+def tool_error_lines(result):
+    """The tool's own lines on stderr (TensorFlow 2.21 logs a few C++ lines before its logging
+    is set up, whatever TF_CPP_MIN_LOG_LEVEL says)."""
+    assert "Traceback" not in result.stderr, result.stderr
+    return [line for line in result.stderr.splitlines() if line.startswith("run_pretraining:")]
+
+
+def test_the_tool_says_a_tpu_problem_in_one_line_without_traceback(tmp_path):
+    records = str(tmp_path / "train.tfrecord")
+    write_pretraining_records(records, 8, SEQ, PREDICTIONS, vocab_size=40)
+    # Nothing named: the one line says what a TPU job needs, before anything else runs.
+    result = run_tool("run_pretraining.py", "--strategy=tpu", "--tpu=local", timeout=300)
+    assert result.returncode != 0 and result.stdout == "", result.stdout
+    [line] = tool_error_lines(result)
+    assert line.startswith("run_pretraining: error: a TPU job (--strategy=tpu) needs its inputs "
+                           "named: --input_file or --input_text_file"), line
+    assert "embedded default job runs on this machine only" in line
+    # Inputs named, on this environment's TensorFlow (no TPU kernels): exit 1, one line.
+    result = run_tool("run_pretraining.py", "--strategy=tpu", "--tpu=local",
+                      f"--input_file={records}", "--bert_config_file=" + os.path.join(
+                          REPO_ROOT, "official_configs", "bert_tiny.json"),
+                      f"--output_dir={tmp_path / 'run'}", timeout=300)
+    assert result.returncode == 1 and result.stdout == "", result.stdout
+    assert tool_error_lines(result) == [
+        f"run_pretraining: error: This TensorFlow (tensorflow {tf.__version__}) has no TPU "
+        f"support, which --tpu=local needs. Fix: on the TPU VM, install tensorflow-tpu 2.20 with "
+        f"README.md's TPU install line, in a fresh virtualenv."], result.stderr
