@@ -15,7 +15,7 @@ import sys
 
 import pytest
 
-from tests.cli.test_app import expected_flags, listed_flags
+from tests.cli.tool_flags import listed_flags, tool_flags
 from tests.resources import REPO_ROOT
 
 CONSOLE_SCRIPTS = {f"bert-tf-{tool.replace('_', '-')}": tool for tool in (
@@ -76,7 +76,7 @@ def test_console_script_helpshort_lists_its_flags(installed, script):
     target, _ = installed
     result = run_installed(installed, str(target / "bin" / script), "--helpshort")
     assert result.returncode == 1, result.stderr[-3000:]   # absl's help exits with 1
-    assert listed_flags(result.stdout) == expected_flags(CONSOLE_SCRIPTS[script])
+    assert listed_flags(result.stdout) == tool_flags()[CONSOLE_SCRIPTS[script]]
     if script == "bert-tf-run-pretraining":
         assert "  --strategy: " in result.stdout
     if script == "bert-tf-run-classifier":

@@ -12,49 +12,48 @@ import pytest
 import tensorflow as tf
 
 from bert_tf.cli.app import error_line
+from tests.cli.tool_flags import TOOLS, listed_flags, tool_flags
 from tests.resources import REPO_ROOT
 from tests.tools.tool_runs import run_tool
 
-TOOLS = ["build_vocab", "convert_checkpoint", "create_pretraining_data", "encoder_demo",
-         "export_savedmodel", "install_hub_model", "run_classifier", "run_multiple_choice",
-         "run_ner", "run_pretraining", "run_squad", "serve"]
-FINE_TUNING_TOOLS = {"run_classifier", "run_multiple_choice", "run_ner", "run_squad"}
 CLI_DIR = os.path.join(REPO_ROOT, "bert_tf", "cli")
 
 
-def defined_flags(path, function=None):
-    """The names of the flags `flags.DEFINE_*(...)` calls define in the file at `path` (only in
-    `function`, if given), read from its source."""
-    tree = ast.parse(open(path, encoding="utf-8").read())
-    if function:
-        tree = next(node for node in ast.walk(tree)
-                    if isinstance(node, ast.FunctionDef) and node.name == function)
-    return {node.args[0].value for node in ast.walk(tree)
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-            and node.func.attr.startswith("DEFINE_")}
+# Flags the public contract names, and the shared fine-tuning flags in each fine-tuning tool.
+FINE_TUNING = {"do_train", "do_eval", "do_predict", "init_checkpoint", "vocab_file",
+               "bert_config_file", "do_lower_case", "max_seq_length", "train_batch_size",
+               "learning_rate", "num_train_epochs", "warmup_proportion", "save_checkpoints_steps",
+               "mixed_precision", "jit_compile", "seed", "output_dir"}
+CONTRACT_FLAGS = {
+    "convert_checkpoint": {"checkpoint", "output_dir", "bert_config_file"},
+    "create_pretraining_data": {"input_file", "output_file", "vocab_file", "do_lower_case",
+                                "do_whole_word_mask", "max_seq_length",
+                                "max_predictions_per_seq", "masked_lm_prob", "dupe_factor",
+                                "short_seq_prob", "random_seed"},
+    "run_pretraining": {"strategy", "tpu", "bert_config_file", "input_file", "output_dir",
+                        "init_checkpoint", "train_batch_size", "max_seq_length",
+                        "max_predictions_per_seq", "num_train_steps", "num_warmup_steps",
+                        "learning_rate", "save_checkpoints_steps", "jit_compile",
+                        "mixed_precision", "optimizer"},
+    "export_savedmodel": {"export_type", "output_dir", "bert_config_file", "init_checkpoint",
+                          "vocab_file", "do_lower_case", "seq_length"},
+    "run_classifier": FINE_TUNING | {"task_name", "data_dir"},
+    "run_squad": FINE_TUNING | {"train_file", "predict_file", "doc_stride", "max_query_length"},
+    "run_ner": FINE_TUNING | {"data_dir", "train_file", "eval_file", "predict_file"},
+    "run_multiple_choice": FINE_TUNING | {"data_dir", "train_file", "eval_file", "predict_file"},
+}
 
 
-def expected_flags(tool):
-    names = defined_flags(os.path.join(CLI_DIR, f"{tool}.py"))
-    if tool in FINE_TUNING_TOOLS:
-        shared = os.path.join(CLI_DIR, "fine_tuning_flags.py")
-        names |= defined_flags(shared, "define_fine_tuning_flags")
-        if tool in ("run_ner", "run_multiple_choice"):
-            names |= defined_flags(shared, "define_data_file_flags")
-    return names
-
-
-def listed_flags(help_text):
-    """The flags a help text lists: lines `  --name: ...` or `  --[no]name: ...`."""
-    return {line.split(":")[0].strip().removeprefix("--").removeprefix("[no]")
-            for line in help_text.splitlines() if line.startswith("  --")}
+@pytest.mark.parametrize("tool", sorted(CONTRACT_FLAGS))
+def test_the_tools_define_the_contracts_flags(tool):
+    assert CONTRACT_FLAGS[tool] <= set(tool_flags()[tool])
 
 
 @pytest.mark.parametrize("tool", TOOLS)
 def test_helpshort_lists_the_tools_own_flags_and_the_shared_ones(tool):
     result = run_tool(f"{tool}.py", "--helpshort")
     assert result.returncode == 1  # absl's help exits with 1
-    expected = expected_flags(tool)
+    expected = tool_flags()[tool]
     assert len(expected) >= 3
     assert listed_flags(result.stdout) == expected
     # The usage is the tool module's docstring, line breaks kept.
@@ -67,7 +66,7 @@ def test_helpshort_lists_the_tools_own_flags_and_the_shared_ones(tool):
 def test_help_lists_the_flags_too(tool, flag):
     result = run_tool(f"{tool}.py", "--help")
     assert f"  --{flag}:" in result.stdout
-    assert listed_flags(result.stdout) == expected_flags(tool)
+    assert listed_flags(result.stdout) == tool_flags()[tool]
     if tool == "run_classifier":   # example commands keep their continuation lines
         assert "    bert-tf-run-classifier --task_name=SST-2 --data_dir=glue/SST-2 \\\n" in (
             result.stdout)
