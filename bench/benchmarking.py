@@ -12,8 +12,11 @@ Example:
     >>> peer.close()
 """
 
+import collections
+import glob
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -26,6 +29,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
+from tensorflow.tsl.profiler.protobuf import xplane_pb2  # noqa: E402
 
 from bert_tf import BertConfig  # noqa: E402
 
@@ -78,6 +82,48 @@ def matmul_timer(dtype, mode, n):
                               jit_compile=(mode == "xla"))
     product_sum(a, b).numpy()
     return stopwatch(lambda: product_sum(a, b).numpy())
+
+
+def op_times(trace_dir, steps):
+    """`({op type: ms per step}, {op name: ms per step})` from a profiler trace."""
+    path, = glob.glob(os.path.join(trace_dir, "**", "*.xplane.pb"), recursive=True)
+    space = xplane_pb2.XSpace()
+    with open(path, "rb") as f:
+        space.ParseFromString(f.read())
+    by_type, by_name = collections.Counter(), collections.Counter()
+    for plane in space.planes:
+        for line in plane.lines:
+            for event in line.events:
+                name = plane.event_metadata[event.metadata_id].name
+                if ":" not in name or "::" in name or name.startswith("$"):
+                    continue  # not a TensorFlow op ("name:type"): the runtime's own events
+                op_name, op_type = name.rsplit(":", 1)
+                if not op_type or op_type[0].isspace():
+                    continue  # "EagerLocalExecute: <function>"
+                op_name = op_name.removeprefix("while/body/_1/while/StatefulPartitionedCall/")
+                ms = event.duration_ps / 1e9 / steps
+                by_type[op_type] += ms
+                # Layers differ only by index: "layer_3_1/..." counts as "layer_N/...".
+                by_name[f"{re.sub(r'layer_[0-9]+(_[0-9]+)?', 'layer_N', op_name)}:{op_type}"] += ms
+    return by_type, by_name
+
+
+
+def profile_report(timer, traced_runs, top):
+    """Runs `timer` 3 times, then `traced_runs` times under TensorFlow's profiler; returns the
+    best time, the op time per run and the `top` rows of `op_times`' two tables (Markdown)."""
+    best = min(timer() for _ in range(3))
+    with tempfile.TemporaryDirectory() as trace_dir:
+        tf.profiler.experimental.start(trace_dir)
+        for _ in range(traced_runs):
+            timer()
+        tf.profiler.experimental.stop()
+        by_type, by_name = op_times(trace_dir, traced_runs)
+    lines = [f"best {best * 1000:.0f} ms (of 3); op time per run {sum(by_type.values()):.0f} ms:"]
+    for title, table in (("op type", by_type), ("op", by_name)):
+        lines += ["", f"| ms | {title} |", "|---|---|"]
+        lines += [f"| {ms:.1f} | {name[-110:]} |" for name, ms in table.most_common(top)]
+    return "\n".join(lines)
 
 
 def machine_load():

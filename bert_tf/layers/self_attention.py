@@ -91,20 +91,33 @@ class BertSelfAttention(keras.layers.Layer):
 
         return projection(inputs, kernel, bias)
 
-    def call(self, hidden_states, input_mask, training=None):
-        batch, seq = tf.shape(hidden_states)[0], tf.shape(hidden_states)[1]
+    def call(self, hidden_states, input_mask, training=None, with_first_token=False):
+        """The attended `[batch, seq, hidden]`; with `with_first_token`, also the first
+        position's alone, `[batch, hidden]`, from its own one-row query (see `BertEncoder`:
+        when only the pooled output is fetched, graph pruning drops the other queries)."""
         inputs = tf.cast(hidden_states, self.compute_dtype)
         # Scaling the query kernel ([hidden, hidden]) is cheaper than scaling the query
         # (seq x hidden per sequence) or the scores (seq x seq per head).
-        query = self._project_to_heads(self.query, inputs, 1.0 / math.sqrt(self.head_size))
+        scale = 1.0 / math.sqrt(self.head_size)
         key = self._project_to_heads(self.key, inputs)
         value = self._project_to_heads(self.value, inputs)
-        scores = tf.cast(tf.matmul(query, key, transpose_b=True), tf.float32)
         padding = 1.0 - tf.cast(input_mask[:, tf.newaxis, tf.newaxis, :], tf.float32)
+        context = self._attend(self._project_to_heads(self.query, inputs, scale), key, value,
+                               padding, training)
+        if not with_first_token:
+            return context
+        first_query = self._project_to_heads(self.query, inputs[:, :1], scale)
+        first = self._attend(first_query, key, value, padding, training)
+        return context, first[:, 0]
+
+    def _attend(self, query, key, value, padding, training):
+        """Softmax attention of `query [batch, heads, queries, head_size]` over the keys, as
+        `[batch, queries, hidden]`."""
+        scores = tf.cast(tf.matmul(query, key, transpose_b=True), tf.float32)
         probabilities = tf.nn.softmax(scores + padding * -10000.0, axis=-1)
         probabilities = self.dropout(tf.cast(probabilities, self.compute_dtype), training=training)
         context = tf.transpose(tf.matmul(probabilities, value), [0, 2, 1, 3])
-        return tf.reshape(context, [batch, seq, self.hidden_size])
+        return tf.reshape(context, [tf.shape(query)[0], tf.shape(query)[2], self.hidden_size])
 
     def compute_output_shape(self, input_shape):
         return input_shape

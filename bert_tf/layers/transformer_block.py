@@ -68,22 +68,49 @@ class BertTransformerBlock(keras.layers.Layer):
         self.output_layer_norm.build(hidden_shape)
         self.built = True
 
-    def call(self, hidden_states, input_mask, training=None):
-        # Tokens as rows of a 2-D [batch * seq, hidden] matrix: a 2-D MatMul followed by
+    def call(self, hidden_states, input_mask, training=None, with_first_token=False):
+        """The layer's output `[batch, seq, hidden]`; with `with_first_token`, also the first
+        position's output alone, `[batch, hidden]`, computed from a one-row query (in
+        inference) so that a caller fetching only that (the pooler, a sentence classifier)
+        lets graph pruning drop the other positions' query, attention and feed-forward."""
+        first_query = with_first_token and not training
+        attended = self.attention(hidden_states, input_mask, training=training,
+                                  with_first_token=first_query)
+        attended, first_attended = attended if first_query else (attended, None)
+        output = tf.reshape(self._finish(attended, hidden_states, training),
+                            tf.shape(hidden_states))
+        if not with_first_token:
+            return output
+        if training:
+            # One set of dropout masks: the first row of the full output, as BERT computes it.
+            return output, output[:, 0]
+        return output, self._finish(first_attended, hidden_states[:, 0], training)
+
+    def _finish(self, attended, hidden_states, training):
+        """Output projection, residual, LayerNorm and feed-forward on the attention output of
+        `hidden_states` (any shape `[..., hidden]`), as rows `[positions, hidden]`."""
+        # Tokens as rows of a 2-D [positions, hidden] matrix: a 2-D MatMul followed by
         # BiasAdd (and the exact GELU) is what TensorFlow's grappler remapper fuses into one
         # oneDNN matmul with the bias and activation applied in its epilogue. Keras `Dense` on
         # 3-D input runs `tensordot` (reshape, MatMul, reshape) then a broadcasting add, which
         # cannot fuse: bias and GELU each cost another pass over the activations.
         residual = tf.reshape(tf.cast(hidden_states, tf.float32), [-1, self.hidden_size])
-        attended = self.attention(hidden_states, input_mask, training=training)
         attended = _dense(self.attention_output, tf.reshape(attended, [-1, self.hidden_size]))
         attended = self.dropout(attended, training=training)
         hidden = self.attention_layer_norm(residual + tf.cast(attended, tf.float32))
         activation = self._training_activation_fn if training else self._activation_fn
         inner = activation(_dense(self.intermediate, tf.cast(hidden, self.compute_dtype)))
         output = self.dropout(_dense(self.output_dense, inner), training=training)
-        output = self.output_layer_norm(hidden + tf.cast(output, tf.float32))
-        return tf.reshape(output, tf.shape(hidden_states))
+        return self.output_layer_norm(hidden + tf.cast(output, tf.float32))
+
+    def compute_output_spec(self, hidden_states, input_mask, training=None,
+                            with_first_token=False):
+        output = keras.KerasTensor(hidden_states.shape, dtype=self.compute_dtype)
+        if not with_first_token:
+            return output
+        first = keras.KerasTensor((hidden_states.shape[0], self.hidden_size),
+                                  dtype=self.compute_dtype)
+        return output, first
 
     def compute_output_shape(self, input_shape):
         return input_shape

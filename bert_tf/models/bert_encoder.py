@@ -59,10 +59,16 @@ class BertEncoder(keras.Model):
         inputs = {key: keras.Input(shape=(None,), dtype="int32", name=key) for key in INPUT_KEYS}
         hidden = embeddings(inputs["input_word_ids"], inputs["input_type_ids"])
         encoder_outputs = []
-        for block in blocks:
+        for block in blocks[:-1]:
             hidden = block(hidden, inputs["input_mask"])
             encoder_outputs.append(hidden)
-        pooled = keras.ops.cast(pooler(hidden[:, 0, :]), "float32")
+        # The last layer also gives the [CLS] position's output on its own: a model that
+        # fetches only `pooled_output` (sentence classification) then skips that layer's
+        # other queries, attention rows and feed-forward (graph pruning; ~7 % of BERT-base's
+        # forward FLOPs, ~14 % of a 6-layer model's).
+        hidden, first_token = blocks[-1](hidden, inputs["input_mask"], with_first_token=True)
+        encoder_outputs.append(hidden)
+        pooled = keras.ops.cast(pooler(first_token), "float32")
         outputs = {"sequence_output": hidden, "pooled_output": pooled,
                    "encoder_outputs": encoder_outputs}
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)

@@ -27,6 +27,21 @@ def test_transformer_block_layer():
                 expected_shape=(2, 5, 8))
 
 
+@pytest.mark.parametrize("training", [False, True])
+def test_transformer_block_first_token_output_is_the_first_row(training):
+    # In inference the first row comes from its own one-row query (so that fetching only it
+    # prunes the other rows' work); in training it is the full output's row, same dropout.
+    block = BertTransformerBlock(hidden_size=8, num_heads=2, intermediate_size=16,
+                                 hidden_dropout_rate=0.5 if training else 0.0)
+    x = tf.random.normal([3, 5, 8], seed=4)
+    mask = tf.constant([[1] * 5, [1, 1, 1, 0, 0], [1, 0, 0, 0, 0]])
+    output, first = block(x, mask, training=training, with_first_token=True)
+    assert first.shape == (3, 8)
+    np.testing.assert_allclose(first, output[:, 0], atol=1e-6)
+    if not training:
+        np.testing.assert_allclose(output, block(x, mask), atol=1e-6)
+
+
 def test_attention_ignores_masked_positions():
     layer = BertSelfAttention(hidden_size=8, num_heads=2)
     x = tf.random.normal([1, 5, 8])
