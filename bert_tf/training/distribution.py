@@ -134,6 +134,11 @@ def explain_tpu_error(tpu, error):
             f"No TPU found ({where}): TensorFlow sees no TPU device ({detail[:200]}). Fix: run "
             f"on a TPU VM with --tpu=local, check the TPU's name or address, or use "
             f"--strategy=mirrored (GPUs or CPU).")
+    if tpu and tpu != "local" and not tpu.startswith("grpc://") and "urlopen" in detail:
+        return TpuUnavailableError(
+            f"Cannot look up the TPU named {tpu} (--tpu): {detail[:200]}. A name is resolved "
+            f"through Google Cloud's metadata server and TPU API. Fix: run on a Google Cloud VM "
+            f"in the TPU's project and zone, or pass the node's --tpu=grpc://IP:8470.")
     return TpuUnavailableError(
         f"Cannot use the TPU ({where}): {detail[:300]}. Fix: check --tpu, that the TPU is "
         f"running, and that its runtime version is TensorFlow {tf.__version__}.")

@@ -98,7 +98,7 @@ def test_every_tpu_problem_is_one_line_naming_cause_and_fix():
     port = free_port()
     closed = f"grpc://127.0.0.1:{port}"
     outcomes = run_tpu_failures("local", "local_on_tpu_build", "two_builds", "none", closed,
-                                "grpc://no-port")
+                                "grpc://no-port", "my-tpu")
     # This environment's TensorFlow is the plain `tensorflow` build (no TPU kernels).
     assert_one_line_naming(outcomes["local"], "TpuUnavailableError", "has no TPU support",
                            "install tensorflow-tpu 2.20")
@@ -114,6 +114,9 @@ def test_every_tpu_problem_is_one_line_naming_cause_and_fix():
                            f"Cannot reach the TPU worker at {closed} (--tpu)", "refused")
     assert_one_line_naming(outcomes["grpc://no-port"], "TpuUnavailableError",
                            "--tpu=grpc://no-port: expected grpc://HOST:PORT")
+    # A name is looked up on Google Cloud, which this machine is not.
+    assert_one_line_naming(outcomes["my-tpu"], "TpuUnavailableError",
+                           "Cannot look up the TPU named my-tpu (--tpu)", "--tpu=grpc://IP:8470")
 
 
 def test_a_worker_without_tpu_or_without_an_op_is_one_line_naming_cause_and_fix(cpu_worker):
