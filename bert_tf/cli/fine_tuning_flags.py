@@ -153,9 +153,13 @@ def encoder_from_flags():
 
 def prepare_output_dir(encoder, vocab_file):
     """Creates --output_dir with `bert_config.json` and `vocab.txt`, so that the checkpoints
-    written there are complete for `bert-tf-export-savedmodel` and as an --init_checkpoint."""
+    written there are complete for `bert-tf-export-savedmodel` and as an --init_checkpoint,
+    after checking that the encoder's vocab_size fits the vocabulary."""
     from bert_tf.checkpoints import write_model_files
+    from bert_tf.text.vocab_size import check_vocab_size
 
+    check_vocab_size(encoder.config, vocab_file,
+                     FLAGS.bert_config_file or f"the config of {FLAGS.init_checkpoint}")
     write_model_files(FLAGS.output_dir, encoder.config, vocab_file)
 
 

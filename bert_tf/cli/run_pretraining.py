@@ -55,6 +55,8 @@ FLAGS = flags.FLAGS
 _JOB_FLAGS = ("input_file", "input_text_file", "tfds_name", "eval_input_file",
               "bert_config_file", "init_checkpoint", "vocab_file")
 _TEXT_INPUT_DEFAULTS = {"max_seq_length": 128, "max_predictions_per_seq": 20}
+# Percent of --num_train_steps that warm up when --num_warmup_steps is not given.
+WARMUP_PERCENT = 10
 
 
 def define_flags():
@@ -76,7 +78,9 @@ def define_flags():
                          "--input_text_file. Held-out records (--eval_input_file) are read "
                          "with their own lengths.")
     flags.DEFINE_integer("num_train_steps", 100000, "Optimizer steps of the whole run.")
-    flags.DEFINE_integer("num_warmup_steps", 10000, "Linear learning-rate warmup steps.")
+    flags.DEFINE_integer("num_warmup_steps", None, "Linear learning-rate warmup steps; "
+                         f"default: {WARMUP_PERCENT} % of --num_train_steps (the original "
+                         "flags' 10000 of 100000, scaled to the job's length).")
     flags.DEFINE_float("learning_rate", 5e-5, "Peak learning rate (then linear decay to 0).")
     flags.DEFINE_integer("save_checkpoints_steps", 1000, "Checkpoint every this many steps.")
     flags.DEFINE_string("tpu", None, "The TPU for --strategy=tpu: grpc://HOST:PORT, a Cloud TPU "
@@ -160,6 +164,8 @@ def _job(embedded):
     if embedded:
         job.update({name: value for name, value in _embedded_defaults().items()
                     if not FLAGS[name].present})
+    if job["num_warmup_steps"] is None:
+        job["num_warmup_steps"] = job["num_train_steps"] * WARMUP_PERCENT // 100
     return types.SimpleNamespace(**job)
 
 
@@ -291,6 +297,7 @@ def main():
     from bert_tf.data.pretraining.records_dataset import (expand_input_files,
                                                           naming_bad_input_files,
                                                           record_lengths)
+    from bert_tf.text.vocab_size import check_vocab_size
     from bert_tf.training import distribution
     from bert_tf.training.heldout_evaluation import HeldOutEvaluation
     from bert_tf.training.pretraining_export import export_pretrained
@@ -325,6 +332,8 @@ def main():
     eval_lengths = (record_lengths(eval_files[0])
                     if eval_files and (train_files or text_files) else (seq_length, predictions))
     config = BertConfig.from_json_file(job.bert_config_file)
+    if job.vocab_file:
+        check_vocab_size(config, job.vocab_file, job.bert_config_file)
     lengths = {"the training input": seq_length} if train_files or text_files else {}
     if eval_files:
         lengths[f"{eval_files[0]} (from {eval_flag})"] = eval_lengths[0]
