@@ -126,6 +126,25 @@ def profile_report(timer, traced_runs, top):
     return "\n".join(lines)
 
 
+def cpu_description():
+    """The CPU model and whether it has AMX and AVX512-BF16 (what decides bfloat16 speed), e.g.
+    "AMD EPYC (avx512_bf16, no AMX)"."""
+    model, flags = "unknown CPU", set()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                if key.strip() == "model name":
+                    model = value.strip()
+                elif key.strip() == "flags":
+                    flags = set(value.split())
+    except OSError:  # not Linux
+        pass
+    amx = "AMX" if {"amx_bf16", "amx_tile"} & flags else "no AMX"
+    bf16 = "avx512_bf16" if "avx512_bf16" in flags else "no avx512_bf16"
+    return f"{model} ({bf16}, {amx})"
+
+
 def machine_load():
     return "load average " + ", ".join(f"{x:.2f}" for x in os.getloadavg())
 

@@ -32,7 +32,8 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 from absl import app, flags  # noqa: E402
 from benchmarking import (MATMUL_PASSES, PEER_PYTHON, Peer, config_by_name,  # noqa: E402
-                          encoder_flops_per_sequence, machine_load, matmul_timer, stopwatch)
+                          cpu_description, encoder_flops_per_sequence, machine_load,
+                          matmul_timer, stopwatch)
 
 from bert_tf import BertEncoder  # noqa: E402
 
@@ -53,6 +54,10 @@ flags.DEFINE_integer("iters", 1, "Timed forward passes per system and round.")
 flags.DEFINE_integer("matmul_size", 4096, "n of the n x n x n matmul that measures the peak.")
 flags.DEFINE_integer("intra_op_threads", 0, "Threads per op for every system; 0 = default.")
 flags.DEFINE_integer("inter_op_threads", 0, "Concurrent ops for every system; 0 = default.")
+flags.DEFINE_bool("fetch_sequence_output", False,
+                  "bert_tf also returns sequence_output (as a token-level task would). By default "
+                  "every system returns pooled_output only, which lets bert_tf skip its last "
+                  "layer's non-[CLS] rows; the peers compute the whole last layer either way.")
 flags.DEFINE_string("output_json", None, "Also write all results to this JSON file.")
 
 
@@ -86,10 +91,13 @@ class OurEncoders:
             encoder = BertEncoder(reference.config, dtype="mixed_bfloat16")
             encoder.set_weights(reference.get_weights())
         feed = {k: tf.constant(v) for k, v in inputs.items()}
-        forward = tf.function(lambda x: encoder(x, training=False)["pooled_output"],
+        fetched = (("pooled_output", "sequence_output") if FLAGS.fetch_sequence_output
+                   else ("pooled_output",))
+        forward = tf.function(lambda x: [encoder(x, training=False)[k] for k in fetched],
                               jit_compile=(mode == "xla"))
         forward(feed)  # trace, compile, create oneDNN primitives
-        return stopwatch(lambda: forward(feed).numpy()), forward(feed).numpy()
+        return (stopwatch(lambda: [t.numpy() for t in forward(feed)]),
+                forward(feed)[0].numpy())
 
 
 class EncoderPeer(Peer):
@@ -250,8 +258,11 @@ def main(argv):
     rows, notes, versions = run_benchmark()
     peak, best_of = summarise(rows)
     print()
+    fetched = ("pooled_output and sequence_output" if FLAGS.fetch_sequence_output
+               else "pooled_output")
     print(f"batch {FLAGS.batch_size}, seq {FLAGS.seq_length}, best of {FLAGS.rounds * FLAGS.iters} "
-          f"passes; {os.cpu_count()} CPUs; {start_load} at start, {machine_load()} at end")
+          f"passes; bert_tf fetches {fetched}; {cpu_description()}; {os.cpu_count()} CPUs; "
+          f"{start_load} at start, {machine_load()} at end")
     print("versions: " + "; ".join(f"{s}: {v}" for s, v in versions.items()))
     print(format_table(rows))
     print()
@@ -262,7 +273,8 @@ def main(argv):
         with open(FLAGS.output_json, "w", encoding="utf-8") as f:
             json.dump({"flags": {name: FLAGS[name].value for name in (
                 "configs", "dtypes", "systems", "modes", "batch_size", "seq_length", "rounds",
-                "iters", "matmul_size", "intra_op_threads", "inter_op_threads")},
+                "iters", "matmul_size", "intra_op_threads", "inter_op_threads",
+                "fetch_sequence_output")}, "cpu": cpu_description(),
                 "load": [start_load, machine_load()], "versions": versions, "peak_gflops": peak,
                 "rows": [{k: v for k, v in r.items() if k != "pooled_output"} for r in rows]},
                 f, indent=1)
