@@ -27,6 +27,7 @@ HUB_DIR_ENV = "BERT_TF_HUB_DIR"
 DEFAULT_HUB_DIR = os.path.join("~", ".cache", "bert_tf", "hub")
 PREPROCESS_SUFFIX = "_preprocess"
 NAME_PREFIX = "bert_tf_"
+SAVED_MODEL_FILE = "saved_model.pb"
 _HUB_MODULE = "tensorflow_hub"
 _registered = []
 
@@ -67,18 +68,52 @@ def _install_hint(name):
             f"another model directory.")
 
 
+def version_numbers(names):
+    """The versions among the directory entries `names`: those named by a positive integer
+    (ASCII digits; a trailing "/", as gfile lists a bucket's directories, is ignored).
+
+    Example:
+        >>> version_numbers(["1", "12/", ".3-incomplete-5f2a", "0", "variables"])
+        [1, 12]
+    """
+    entries = (name.rstrip("/") for name in names)
+    return [int(entry) for entry in entries
+            if entry.isascii() and entry.isdigit() and int(entry) > 0]
+
+
+class _LocalFiles:
+    """The three file-system calls `saved_model_versions` makes, on local paths."""
+    listdir = staticmethod(os.listdir)
+    isdir = staticmethod(os.path.isdir)
+    exists = staticmethod(os.path.exists)
+
+
+def saved_model_versions(base_path, files=_LocalFiles):
+    """The versions under `base_path` that hold a `saved_model.pb`, ascending (TF Serving's
+    `<base_path>/<version>/` layout); none if `base_path` is not a directory. `files` lists
+    and tests paths (`listdir`, `isdir`, `exists`): local ones by default, `tf.io.gfile` for
+    `gs://...` and the other file systems TensorFlow reads.
+
+    Example:
+        >>> saved_model_versions(os.path.join(hub_dir(), "bert_tf_base"))
+        [1, 2]
+    """
+    if not files.isdir(base_path):
+        return []
+    return sorted(version for version in version_numbers(files.listdir(base_path))
+                  if files.exists(os.path.join(base_path, str(version), SAVED_MODEL_FILE)))
+
+
 def resolve_model_name(name):
     """The SavedModel directory of the installed model `name`: its highest version."""
     base_path = model_base_path(name)
-    versions = [int(entry) for entry in (os.listdir(base_path) if os.path.isdir(base_path) else ())
-                if entry.isdigit() and int(entry) > 0
-                and os.path.isfile(os.path.join(base_path, entry, "saved_model.pb"))]
+    versions = saved_model_versions(base_path)
     if not versions:
         raise ModelNotInstalledError(
             f"The bert_tf model {name!r} is not installed: {base_path} holds no exported "
             f"version (model directory: ${HUB_DIR_ENV} or {DEFAULT_HUB_DIR}). "
             f"{_install_hint(name)}")
-    return os.path.join(base_path, str(max(versions)))
+    return os.path.join(base_path, str(versions[-1]))
 
 
 class ModelNameResolver:

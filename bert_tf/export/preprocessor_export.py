@@ -15,12 +15,18 @@ With `special_tokens_in_strings=True`, `[CLS]`, `[SEP]`, `[MASK]`, `[PAD]` and `
 the text become their ids, as in Hugging Face (see `BertTokenizer`); the graph still uses only
 core TensorFlow ops and tf.text's `FastWordpieceTokenizeWithOffsets`, which TF Serving 2.12
 and later (linked with tensorflow-text 2.12.1) have.
+
+Calling the model (and `serving_default`) cuts each text before tokenization to what
+`seq_length` tokens can come from, as the task exports do (`text_inputs.cut_texts`), so a 10 MB
+text costs what its first 64 KiB cost. `tokenize` returns every token of its texts (TF Hub's
+convention: `bert_pack_inputs` may be given any `seq_length` later), so it keeps them whole.
 """
 
 
 import tensorflow as tf
 
 from bert_tf.export.serving_layout import make_world_readable
+from bert_tf.export.text_inputs import cut_texts
 from bert_tf.text.bert_packer import BertPacker
 from bert_tf.text.bert_tokenizer import BertTokenizer
 
@@ -45,6 +51,7 @@ class _Preprocessor(tf.Module):
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
     def __call__(self, texts):
+        texts = cut_texts(texts, self.packer.seq_length)
         return self.packer([self.tokenizer.tokenize_to_pieces(texts)])
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])

@@ -17,6 +17,8 @@ import uuid
 
 import tensorflow as tf
 
+from bert_tf_hub_names import saved_model_versions, version_numbers
+
 # What a server running as another user needs to load a version: every directory listable
 # (rwxr-xr-x) and every file readable (rw-r--r--). TensorFlow creates them with the writer's
 # umask, e.g. 0700/0600 under umask 077, and a temporary directory is 0700 whatever the umask.
@@ -47,24 +49,12 @@ def make_world_readable(path):
     return path
 
 
-def _versions(base_path):
-    """The numeric versions under `base_path` that hold a SavedModel."""
-    if not tf.io.gfile.isdir(base_path):
-        return []
-    return sorted(int(name) for name in _numeric_names(base_path)
-                  if tf.io.gfile.exists(tf.io.gfile.join(
-                      base_path, str(int(name)), tf.saved_model.SAVED_MODEL_FILENAME_PB)))
-
-
-def _numeric_names(base_path):
-    # gfile lists the directories of a bucket with a trailing slash.
-    names = (name.rstrip("/") for name in tf.io.gfile.listdir(base_path))
-    return [name for name in names if name.isdigit() and int(name) > 0]
-
-
 def latest_version_dir(base_path):
-    """The directory of the highest version under `base_path`, or None if it has none."""
-    versions = _versions(base_path)
+    """The directory of the highest version under `base_path` that holds a SavedModel, or None
+    if it has none (local or remote, through `tf.io.gfile`)."""
+    # The listing hub model names resolve with (bert_tf_hub_names, which TensorFlow-free
+    # processes import), here through gfile.
+    versions = saved_model_versions(base_path, files=tf.io.gfile)
     return tf.io.gfile.join(base_path, str(versions[-1])) if versions else None
 
 
@@ -82,8 +72,9 @@ def write_version(base_path, write_savedmodel, version=None):
             for a new model). An existing version is never overwritten.
     """
     if version is None:
-        existing = (_numeric_names(base_path) if tf.io.gfile.isdir(base_path) else [])
-        version = max((int(name) for name in existing), default=0) + 1
+        existing = (version_numbers(tf.io.gfile.listdir(base_path))
+                    if tf.io.gfile.isdir(base_path) else [])
+        version = max(existing, default=0) + 1
     if not isinstance(version, int) or version < 1:
         raise ValueError(f"The model version must be a positive integer, got {version!r}.")
     final_dir = tf.io.gfile.join(base_path, str(version))

@@ -24,6 +24,14 @@ next to the question is truncated (no document stride). A classifier also gets T
 `keras_endpoint`). Texts are cut before tokenization to what `seq_length` tokens can use (see
 `text_inputs`), so a request's memory does not grow with the size of its texts.
 
+The classifier, NER and multiple-choice exports run the model on each batch packed only to its
+longest text, rounded up to a multiple of `pad_to_multiple_of` (8) and at most `seq_length`,
+with the outputs of the full-length model (within float round-off): an SST-2 sentence is ~21
+word pieces, so a request of one does about a sixth of the work of seq 128 (measured in
+docs/performance_serving.md). NER's per-token outputs stay `[batch, seq_length]`; at padding
+(offsets -1 after `[SEP]`) their logits are 0, whatever the batch. SQuAD keeps `seq_length`:
+its answers come from windows of that length.
+
 Example:
     >>> export_task_model("/models/sst2/1", "classifier", classifier, "vocab.txt",
     ...                   do_lower_case=True, seq_length=128, label_names=["negative", "positive"])
@@ -37,7 +45,7 @@ import tensorflow as tf
 from bert_tf.export import example_signatures
 from bert_tf.export.keras_endpoint import keras_endpoint
 from bert_tf.export.serving_layout import make_world_readable
-from bert_tf.export.text_inputs import RawTextPacker
+from bert_tf.export.text_inputs import DEFAULT_PAD_TO_MULTIPLE_OF, RawTextPacker
 from bert_tf.models.bert_classifier import BertClassifier
 from bert_tf.models.bert_multiple_choice import BertMultipleChoice
 from bert_tf.models.bert_span_labeler import BertSpanLabeler
@@ -103,7 +111,9 @@ class _ServingFunctions:
         label_names = tf.constant(self.label_names)
 
         def classify_texts(*texts):
-            logits = self.model(self.packer.pack(texts), training=False)["logits"]
+            inputs = self.packer.pack(texts)
+            inputs = self.packer.trim(inputs, self.packer.trimmed_length(inputs))
+            logits = self.model(inputs, training=False)["logits"]
             if self.model.num_classes == 1:  # regression (e.g. STS-B): the logit is the score
                 return {"logits": logits, "score": logits[:, 0]}
             return _class_outputs(logits, label_names)
@@ -121,7 +131,15 @@ class _ServingFunctions:
 
         def serving_default(text):
             inputs, tokens = self.packer.pack_with_offsets([text])
-            logits = self.model(inputs, training=False)["logits"]
+            length = self.packer.trimmed_length(inputs)
+            logits = self.model(self.packer.trim(inputs, length), training=False)["logits"]
+            # Per-token outputs keep their [batch, seq_length] shape. Padding positions get
+            # logits 0 (uniform probabilities), so no output depends on how long the other
+            # texts of the batch are.
+            is_token = tf.cast(inputs["input_mask"][:, :length, None], logits.dtype)
+            logits = tf.pad(logits * is_token,
+                            [[0, 0], [0, self.packer.seq_length - length], [0, 0]])
+            logits.set_shape([None, self.packer.seq_length, len(self.label_names)])
             return {**_class_outputs(logits, label_names), **tokens}
 
         return {"serving_default": self._function(serving_default, _strings("text"))}
@@ -154,8 +172,10 @@ class _ServingFunctions:
             # One sequence per (context, choice), as BertMultipleChoice reads them.
             contexts = tf.broadcast_to(context[:, None], tf.shape(choices))
             packed = self.packer.pack([tf.reshape(contexts, [-1]), tf.reshape(choices, [-1])])
-            shape = tf.concat([tf.shape(choices), [self.packer.seq_length]], axis=0)
-            inputs = {key: tf.reshape(value, shape) for key, value in packed.items()}
+            length = self.packer.trimmed_length(packed)
+            shape = tf.concat([tf.shape(choices), [length]], axis=0)
+            inputs = {key: tf.reshape(value, shape)
+                      for key, value in self.packer.trim(packed, length).items()}
             logits = self.model(inputs, training=False)["logits"]
             return {"logits": logits, "probabilities": tf.nn.softmax(logits),
                     "label": tf.argmax(logits, axis=-1, output_type=tf.int32)}
@@ -166,7 +186,8 @@ class _ServingFunctions:
 
 def export_task_model(export_dir, task, model, vocab_file, do_lower_case, seq_length=128,
                       text_pairs=False, label_names=None,
-                      max_answer_length=DEFAULT_MAX_ANSWER_LENGTH):
+                      max_answer_length=DEFAULT_MAX_ANSWER_LENGTH,
+                      pad_to_multiple_of=DEFAULT_PAD_TO_MULTIPLE_OF):
     """Writes `model` with in-graph preprocessing as a serving SavedModel to `export_dir`.
 
     Args:
@@ -175,12 +196,15 @@ def export_task_model(export_dir, task, model, vocab_file, do_lower_case, seq_le
         model: the matching task model (`BertClassifier`, `BertTokenClassifier`,
             `BertSpanLabeler`, `BertMultipleChoice`).
         vocab_file, do_lower_case: the encoder's vocabulary and casing.
-        seq_length: every input is packed to this length; at most the encoder's
-            `max_position_embeddings`.
+        seq_length: the longest input, in tokens (longer texts are truncated); squad packs
+            every input to it. At most the encoder's `max_position_embeddings`.
         text_pairs: classifier only: inputs `text_a`, `text_b` instead of `text`.
         label_names: classifier / ner: a name per class, for `label_name` and `classes`;
             defaults to "0", "1", ...
         max_answer_length: squad only: the longest answer, in tokens.
+        pad_to_multiple_of: classifier, ner, multiple_choice: a batch is packed to its longest
+            input rounded up to a multiple of this; `seq_length` packs every batch to
+            `seq_length`, as squad does.
     """
     if task not in TASK_MODEL_CLASSES:
         raise ValueError(f"Unknown task {task!r}; expected one of {sorted(TASK_MODEL_CLASSES)}.")
@@ -202,8 +226,9 @@ def export_task_model(export_dir, task, model, vocab_file, do_lower_case, seq_le
         raise ValueError(f"label_names gives {len(label_names)} name(s) but the {task} model "
                          f"has {num_classes or 'no'} classes.")
 
-    functions = _ServingFunctions(model, RawTextPacker(vocab_file, do_lower_case, seq_length),
-                                  list(label_names), text_pairs, max_answer_length)
+    packer = RawTextPacker(vocab_file, do_lower_case, seq_length, pad_to_multiple_of)
+    functions = _ServingFunctions(model, packer, list(label_names), text_pairs,
+                                  max_answer_length)
     signatures = getattr(functions, task)()
     root = tf.__internal__.tracking.AutoTrackable()
     root.vocab_file = tf.saved_model.Asset(vocab_file)

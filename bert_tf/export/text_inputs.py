@@ -12,7 +12,13 @@ that the memory a request takes is bounded by `seq_length`, not by the size of i
 text of at most that many bytes, and for longer ones whenever the tokens that fit in
 `seq_length` come from that prefix, which only runs of whitespace or control characters, or
 words of over 512 bytes (each a single [UNK]), averaging more than 512 bytes per token could
-prevent. Offsets still index the client's text: the kept part is a prefix.
+prevent. Offsets still index the client's text: the kept part is a prefix. `cut_texts` is
+that rule for any pipeline that packs to a known `seq_length` (the preprocess export uses it).
+
+`RawTextPacker.trim` then drops the padding columns no row of the batch needs: a batch is
+packed to its longest row, rounded up to a multiple of `pad_to_multiple_of`, at most
+`seq_length`. The encoder masks padding out of attention, so the kept positions get the
+outputs they get at full length (within float round-off).
 
 Example:
     >>> packer = RawTextPacker("vocab.txt", do_lower_case=True, seq_length=8)
@@ -35,6 +41,20 @@ NOT_A_TOKEN = -1
 # and punctuation around it. A multi-byte character cut in two at the end is invalid UTF-8,
 # which the tokenizer drops.
 MAX_BYTES_PER_TOKEN = 512
+# Batches are trimmed to a multiple of this many columns: fewer distinct shapes for the
+# kernels to prepare, at most 7 padding columns of work more than needed.
+DEFAULT_PAD_TO_MULTIPLE_OF = 8
+
+
+def cut_texts(texts, seq_length):
+    """`texts` (strings `[batch]`) cut to the `MAX_BYTES_PER_TOKEN * seq_length` bytes that
+    `seq_length` packed tokens can come from.
+
+    Example:
+        >>> cut_texts(tf.constant(["x" * 5000]), seq_length=8)   # 512 bytes per token
+        <tf.Tensor: ... numpy=array([b'xxxx...x'], dtype=object)>  # 4096 of them
+    """
+    return tf.strings.substr(texts, 0, MAX_BYTES_PER_TOKEN * seq_length)
 
 
 class RawTextPacker:
@@ -44,10 +64,16 @@ class RawTextPacker:
     Args:
         vocab_file: the `vocab.txt`.
         do_lower_case: BERT's `do_lower_case`.
-        seq_length: length of the packed inputs.
+        seq_length: length of the packed inputs (and the most `trim` keeps).
+        pad_to_multiple_of: `trimmed_length` rounds a batch's longest row up to a multiple of
+            this; `seq_length` keeps every batch at full length.
     """
 
-    def __init__(self, vocab_file, do_lower_case, seq_length):
+    def __init__(self, vocab_file, do_lower_case, seq_length,
+                 pad_to_multiple_of=DEFAULT_PAD_TO_MULTIPLE_OF):
+        if pad_to_multiple_of < 1:
+            raise ValueError(f"pad_to_multiple_of must be at least 1, got {pad_to_multiple_of}.")
+        self.pad_to_multiple_of = int(pad_to_multiple_of)
         self.tokenizer = BertTokenizer(vocab_file, do_lower_case)
         self.packer = BertPacker.for_tokenizer(self.tokenizer, seq_length)
         # Trimming depends only on segment lengths, so packing per-piece values with the same
@@ -61,7 +87,21 @@ class RawTextPacker:
 
     def cut(self, segment):
         """`segment` (strings `[batch]`) cut to what `seq_length` tokens can come from."""
-        return tf.strings.substr(segment, 0, MAX_BYTES_PER_TOKEN * self.seq_length)
+        return cut_texts(segment, self.seq_length)
+
+    def trimmed_length(self, inputs):
+        """The columns the packed batch `inputs` needs: its longest row (`input_mask`) rounded
+        up to a multiple of `pad_to_multiple_of`, at most `seq_length` (a scalar int32)."""
+        mask = inputs["input_mask"]
+        # An empty batch has no longest row; 1 keeps the shapes valid ([0, multiple]).
+        longest = tf.reduce_max(tf.concat([[1], tf.reduce_sum(mask, axis=-1)], axis=0))
+        multiple = self.pad_to_multiple_of
+        return tf.minimum((longest + multiple - 1) // multiple * multiple, self.seq_length)
+
+    def trim(self, inputs, length):
+        """Each `[batch, seq_length]` tensor of the dict `inputs` cut to its first `length`
+        columns (from `trimmed_length`); other dims before the last are kept."""
+        return {name: value[..., :length] for name, value in inputs.items()}
 
     def pack(self, segments):
         """The encoder's input dict for a list of string tensors `[batch]`."""

@@ -20,7 +20,7 @@ LOADER = """
 import json, sys
 import tensorflow as tf
 import tensorflow_text  # noqa: F401  (registers the WordPiece op)
-assert not any(name.startswith("bert_tf") for name in sys.modules)
+assert not any(name.split(".")[0] == "bert_tf" for name in sys.modules)
 model = tf.saved_model.load(sys.argv[1])
 a, b = tf.constant(json.loads(sys.argv[2])), tf.constant(json.loads(sys.argv[3]))
 tokens_a, tokens_b = model.tokenize(a), model.tokenize(b)

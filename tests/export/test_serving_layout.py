@@ -8,6 +8,7 @@ import pytest
 
 from bert_tf import BertEncoder
 from bert_tf.export import export_encoder, export_preprocessor, latest_version_dir, write_version
+from bert_tf_hub_names import HUB_DIR_ENV, resolve_model_name, version_numbers
 from tests.export.tiny_models import tiny_config, write_vocab
 
 
@@ -56,6 +57,20 @@ def test_latest_version_ignores_incomplete_and_other_directories(tmp_path):
     for name in ("2", "7", ".8-incomplete-x"):
         fake_savedmodel(str(base / name))
     assert latest_version_dir(str(base)) == os.path.join(str(base), "7")
+
+
+def test_hub_names_resolve_to_the_latest_version_dir(tmp_path, monkeypatch):
+    # One listing serves both: TF Serving's layout here, installed hub models by name there.
+    base = tmp_path / "bert_tf_tiny"
+    for name in ("1", "3", "9", "0", "\u00b2", ".12-incomplete-x", "notes"):
+        (base / name).mkdir(parents=True)
+        if name != "9":
+            fake_savedmodel(str(base / name))
+    monkeypatch.setenv(HUB_DIR_ENV, str(tmp_path))
+    assert latest_version_dir(str(base)) == os.path.join(str(base), "3")
+    assert resolve_model_name("bert_tf_tiny") == os.path.join(str(base), "3")
+    # "²" is a digit to str.isdigit but no version; gfile lists bucket directories with "/".
+    assert version_numbers(["1", "12/", "\u00b2", "0", ".3-incomplete-x"]) == [1, 12]
 
 
 @pytest.fixture
