@@ -238,7 +238,9 @@ def format_targets(rows, best_of):
              best_of.get(("transformers", config_name, "float32")), 2.0),
             ("bfloat16 >= 1.5x our float32", ours16, ours32, 1.5),
             ("bfloat16 >= 1.2x keras-hub mixed_bfloat16", ours16,
-             best_of.get(("keras_hub", config_name, "bfloat16")), 1.2)]
+             best_of.get(("keras_hub", config_name, "bfloat16")), 1.2),
+            ("bfloat16 >= 1.0x transformers bf16 autocast", ours16,
+             best_of.get(("transformers", config_name, "bfloat16")), 1.0)]
         for label, value, reference, target in checks:
             if value and reference:
                 ratio = value / reference
