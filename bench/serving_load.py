@@ -22,6 +22,7 @@ and padded to `--seq_length`.
 Example:
     python bench/serving_load.py                                  # BERT-base stand-in, seq 128
     python bench/serving_load.py --model_base_path=/tmp/export/sst2 --protocol=rest
+    python bench/serving_load.py --model_base_path=/tmp/export/sst2 --texts_tsv=SST-2/dev.tsv
 """
 
 import base64
@@ -59,6 +60,9 @@ flags.DEFINE_float("time_limit", 1200, "Seconds after which clients stop sending
 flags.DEFINE_integer("big_text_clients", 16, "Concurrent requests of one big text each, after "
                      "the load (0: none).")
 flags.DEFINE_integer("big_text_megabytes", 10, "Size of each big text.")
+flags.DEFINE_string("texts_tsv", None, "A TSV with a header whose `sentence` column gives the "
+                    "request texts (GLUE's SST-2 dev.tsv); default: 64 synthetic review-like "
+                    "texts of 6 to 160 words.")
 flags.DEFINE_string("output_json", None, "Also write the results here.")
 FLAGS = flags.FLAGS
 
@@ -74,6 +78,25 @@ def sentences(count=64):
     """Deterministic review-like texts of 6 to 160 words (so some truncate at seq 128)."""
     return [" ".join(WORDS[(i * 7 + j) % len(WORDS)] for j in range(6 + (i * 37) % 155))
             for i in range(count)]
+
+
+def tsv_sentences(path):
+    """The `sentence` column of a GLUE-style TSV with a header (SST-2, CoLA's test file)."""
+    with open(path, encoding="utf-8") as f:
+        rows = [line.rstrip("\n").split("\t") for line in f]
+    column = rows[0].index("sentence")
+    return [row[column] for row in rows[1:]]
+
+
+def batched_probabilities(serve, texts, batch_size=32):
+    """`{text: probabilities}` from `serve`, in batches (all 872 SST-2 dev sentences in one call
+    at seq 128 would take gigabytes of attention scores)."""
+    import tensorflow as tf
+    expected = {}
+    for start in range(0, len(texts), batch_size):
+        batch = texts[start:start + batch_size]
+        expected.update(zip(batch, serve(text=tf.constant(batch))["probabilities"].numpy()))
+    return expected
 
 
 def build_standin(base_path, config_name, seq_length):
@@ -134,10 +157,10 @@ def inprocess_latency(serve, texts, batch_size, iterations):
         serve(text=batch)["probabilities"].numpy()
         times.append((time.perf_counter() - start) * 1000)
     return {"batch_size": batch_size, "median_ms": statistics.median(times),
-            "p90_ms": _percentile(times, 90), "iterations": iterations}
+            "p90_ms": percentile(times, 90), "iterations": iterations}
 
 
-def _percentile(values, q):
+def percentile(values, q):
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(round(q / 100 * (len(ordered) - 1))))]
 
@@ -366,8 +389,8 @@ def summarize(records, wall_seconds):
         "valid_failure_statuses": sorted({str(r[3]) for r in valid if not r[1]}),
         "malformed": len(malformed),
         "malformed_wrong_status": sum(not r[1] for r in malformed),
-        "p50_ms": _percentile(latencies, 50) if latencies else None,
-        "p99_ms": _percentile(latencies, 99) if latencies else None,
+        "p50_ms": percentile(latencies, 50) if latencies else None,
+        "p99_ms": percentile(latencies, 99) if latencies else None,
         "mean_ms": statistics.mean(latencies) if latencies else None,
         "valid_per_second": len(latencies) / wall_seconds,
         "requests_per_second": len(records) / wall_seconds,
@@ -390,8 +413,8 @@ def main(argv):
                                       FLAGS.seq_length)
         model_name = os.path.basename(os.path.normpath(base_path))
         serve = tf.saved_model.load(newest_version_path(base_path)).signatures["serving_default"]
-        texts = sentences()
-        expected = dict(zip(texts, serve(text=tf.constant(texts))["probabilities"].numpy()))
+        texts = tsv_sentences(FLAGS.texts_tsv) if FLAGS.texts_tsv else sentences()
+        expected = batched_probabilities(serve, texts)
         inprocess = [inprocess_latency(serve, texts, batch_size, FLAGS.inprocess_iterations)
                      for batch_size in (1, 32)]
         for row in inprocess:
@@ -421,6 +444,7 @@ def main(argv):
                   batch_timeout_micros=FLAGS.batch_timeout_micros,
                   model=FLAGS.model_base_path or f"{FLAGS.standin_config} stand-in, seq "
                                                  f"{FLAGS.seq_length}",
+                  texts=FLAGS.texts_tsv or "synthetic",
                   inprocess=inprocess)
     print(json.dumps(result, indent=2))
     if FLAGS.output_json:

