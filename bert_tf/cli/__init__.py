@@ -1,7 +1,8 @@
 """The command-line tools, installed as console scripts `bert-tf-<tool>` (and run by the thin
 `tools/<tool>.py` scripts of a checkout). One module per tool, each with `run()`; the flag
 groups several tools share are in `fine_tuning_flags`; `app.run_tool` is the entry point they
-all go through (help, one-line errors).
+all go through (help, one-line errors, library warnings off), and `quiet_tensorflow` keeps
+TensorFlow's start-up lines off their console.
 
     build_vocab              a WordPiece vocab.txt from text files
     convert_checkpoint       Google / Hugging Face checkpoints to this package's
@@ -17,9 +18,10 @@ all go through (help, one-line errors).
     serve                    TF Serving's gRPC and REST APIs, locally
 """
 
-import os
+import sys
 
-# TensorFlow reads this once, when it loads, and every tool imports it after this line: its
-# C++ INFO and WARNING lines (CPU feature notices, "failed call to cuInit" on machines without
-# a GPU) stay off the console. The user's own setting wins.
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+from bert_tf.cli import quiet_tensorflow
+
+# Every tool imports TensorFlow after this line: its start-up lines stay off the console
+# unless --verbosity=1 or more asks for them.
+quiet_tensorflow.install(quiet_tensorflow.verbosity_in(sys.argv))

@@ -18,10 +18,14 @@ Example (the end of bert_tf/cli/serve.py):
         run_tool(main, define_flags)
 """
 
+import logging
+import os
 import sys
 import traceback
+import warnings
 
 from absl import app, flags
+from absl import logging as absl_logging
 
 FLAGS = flags.FLAGS
 
@@ -57,6 +61,26 @@ def _register_key_flags():
                 FLAGS.register_key_flag_for_module(sys.argv[0], flag)
 
 
+class _OwnRecordsBelowError(logging.Filter):
+    """Passes the log records of this package's modules, and ERROR or worse from any module."""
+
+    _PACKAGE_DIRECTORY = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+    def filter(self, record):
+        return (record.levelno >= logging.ERROR
+                or os.path.abspath(record.pathname).startswith(self._PACKAGE_DIRECTORY))
+
+
+def _quiet_libraries():
+    """Keeps the libraries' warnings and log lines off a tool's console: Python warnings
+    (Keras' "renamed to unknown_..." and the like), and absl log records below ERROR that do
+    not come from this package (TensorFlow's "Sharding callback duration: 33 microseconds" at
+    every checkpoint). They speak of the libraries' internals, not of the user's job;
+    --verbosity=1 shows them."""
+    warnings.simplefilter("ignore")
+    absl_logging.get_absl_handler().addFilter(_OwnRecordsBelowError())
+
+
 def run_tool(main, define_flags):
     """Runs the tool whose `main` is given (see the module docstring) on `sys.argv`.
 
@@ -73,6 +97,8 @@ def run_tool(main, define_flags):
     sys.modules["__main__"].__doc__ = tool_module.__doc__
 
     def main_with_one_line_errors(remaining_argv):
+        if FLAGS.verbosity < 1:
+            _quiet_libraries()
         try:
             if len(remaining_argv) > 1:
                 raise app.UsageError(f"unexpected arguments: {remaining_argv[1:]}")

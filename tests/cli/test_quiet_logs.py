@@ -1,0 +1,124 @@
+"""A tool's console holds its own lines only: TensorFlow's start-up lines, C++ and Python log
+lines and library warnings are off (`bert_tf.cli.quiet_tensorflow`, `app.run_tool`) unless
+--verbosity=1 asks for them. The tools run in fresh processes, with no TF_CPP_MIN_LOG_LEVEL of
+the test's environment."""
+
+import os
+import re
+import subprocess
+import sys
+import types
+
+import pytest
+
+from bert_tf.cli import quiet_tensorflow
+from tests.resources import REPO_ROOT
+from tests.tools.tool_runs import tool_command
+
+# What TensorFlow 2.21 printed at every tool's start on a CPU-only machine (and printed again
+# in each worker process), before this package kept it off.
+STARTUP_NOISE = """\
+WARNING: All log messages before absl::InitializeLog() is called are written to STDERR
+I0000 00:00:1795515373.005688     941 port.cc:153] oneDNN custom operations are on. You may see \
+slightly different numerical results due to floating-point round-off errors.
+I0000 00:00:1795515373.006018     941 cudart_stub.cc:31] Could not find cuda drivers on your \
+machine, GPU will not be used.
+E0000 00:00:1795515377.543426     941 cuda_platform.cc:52] failed call to cuInit: INTERNAL: \
+CUDA error: Failed call to cuInit: UNKNOWN ERROR (303)
+"""
+CUINIT_FAILED = STARTUP_NOISE.splitlines(keepends=True)[-1]
+# A C++ log line of any level (glog format), and absl's banner: none of them is the tool's.
+CPP_LOG_LINE = re.compile(r"^[IWEF]\d{4} [\d:.]+ +\d+ \w+\.cc:\d+\] |^WARNING: All log messages",
+                          re.MULTILINE)
+
+
+def run_without_tf_logging_settings(tool, *flags):
+    env = {name: value for name, value in os.environ.items() if name != "TF_CPP_MIN_LOG_LEVEL"}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [REPO_ROOT, env.get("PYTHONPATH")]))
+    return subprocess.run(tool_command(tool, *flags), capture_output=True, text=True, env=env,
+                          timeout=600)
+
+
+@pytest.fixture(scope="module")
+def text_file(tmp_path_factory):
+    path = tmp_path_factory.mktemp("text") / "text.txt"
+    path.write_text("The quick brown fox jumps over the lazy dog.\nA second line, of words.\n"
+                    * 20, encoding="utf-8")
+    return str(path)
+
+
+def test_a_tool_prints_only_its_own_lines(text_file, tmp_path):
+    # build_vocab: TensorFlow in this process and in a worker process; nothing to say on stderr.
+    result = run_without_tf_logging_settings(
+        "build_vocab.py", f"--input_file={text_file}", f"--output_file={tmp_path}/vocab.txt",
+        "--vocab_size=100")
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == ""
+    assert result.stdout == (f"Read 1 file(s), 340 words (15 distinct); wrote 73 tokens to "
+                             f"{tmp_path}/vocab.txt\n")
+
+
+def test_verbosity_1_brings_tensorflows_lines_back(text_file, tmp_path):
+    result = run_without_tf_logging_settings(
+        "build_vocab.py", f"--input_file={text_file}", f"--output_file={tmp_path}/vocab.txt",
+        "--vocab_size=100", "--verbosity=1")
+    assert result.returncode == 0, result.stderr
+    assert CPP_LOG_LINE.search(result.stderr), result.stderr
+
+
+def test_startup_noise_is_dropped_and_other_lines_kept():
+    kept = "2026-11-24 10:00:00.1: E tensorflow/core/x.cc:1] a real problem\nTraceback (...)\n"
+    assert quiet_tensorflow.shown_lines(STARTUP_NOISE) == []
+    assert quiet_tensorflow.shown_lines(STARTUP_NOISE + kept) == kept.splitlines(keepends=True)
+    # A failed cuInit where a CUDA driver was found is a real problem with the GPU: kept.
+    assert quiet_tensorflow.shown_lines(CUINIT_FAILED) == [CUINIT_FAILED]
+
+
+@pytest.mark.parametrize("argv, verbosity", [
+    (["tool"], 0), (["tool", "--verbosity=1"], 1), (["tool", "--verbosity", "2"], 2),
+    (["tool", "-v", "1"], 1), (["tool", "-v=-1"], -1), (["tool", "--v=3", "--verbosity=0"], 0),
+    (["tool", "-verbosity=2"], 2), (["tool", "--verbosity"], 0), (["tool", "--verbosity=x"], 0), (["tool", "--vocab_file=1"], 0)])
+def test_verbosity_is_read_before_the_flags_are_parsed(argv, verbosity):
+    assert quiet_tensorflow.verbosity_in(argv) == verbosity
+
+
+class PrintingLoader:
+    """Stands for TensorFlow's loader: prints to file descriptor 2 as its C++ code does, then
+    fails or gives a module with a `config.list_physical_devices`."""
+
+    def __init__(self, text, error=None):
+        self.text, self.error = text, error
+
+    def create_module(self, spec):
+        return None
+
+    def exec_module(self, module):
+        os.write(2, self.text.encode())
+        if self.error:
+            raise self.error
+        module.config = types.SimpleNamespace(
+            list_physical_devices=lambda: os.write(2, CUINIT_FAILED.encode()))
+
+
+def test_the_import_keeps_what_is_not_noise(capfd):
+    noise = "".join(STARTUP_NOISE.splitlines(keepends=True)[:-1])  # cuInit comes on listing
+    loader = quiet_tensorflow._QuietLoader(PrintingLoader(noise + "a line of its own\n"))
+    loader.exec_module(types.ModuleType("tensorflow"))
+    assert capfd.readouterr().err == "a line of its own\n"
+
+
+def test_a_failed_import_shows_everything(capfd):
+    loader = quiet_tensorflow._QuietLoader(PrintingLoader(STARTUP_NOISE, ImportError("no .so")))
+    with pytest.raises(ImportError, match="no .so"):
+        loader.exec_module(types.ModuleType("tensorflow"))
+    assert capfd.readouterr().err == STARTUP_NOISE
+
+
+def test_tensorflow_is_imported_quietly_in_a_fresh_process():
+    check = ("import sys; import bert_tf.cli; import tensorflow as tf; "
+             "print(len(tf.config.list_physical_devices('CPU')))")
+    env = {name: value for name, value in os.environ.items() if name != "TF_CPP_MIN_LOG_LEVEL"}
+    result = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True,
+                            env=env, cwd=REPO_ROOT, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert (result.stdout, result.stderr) == ("1\n", "")
