@@ -4,7 +4,6 @@ import logging
 import os
 import time
 
-import keras
 import tensorflow as tf
 
 from bert_tf.checkpoints import (checkpoint_manager, pretraining_head_weights, restore_weights,
@@ -16,6 +15,7 @@ from bert_tf.training.mixed_precision import MIXED_PRECISION
 from bert_tf.training.optimizers import create_optimizer
 from bert_tf.training.pretraining_objective import (STATISTICS, pretraining_loss,
                                                     pretraining_metrics, pretraining_statistics)
+from bert_tf.training.resumable_progbar import ResumableProgbar
 from bert_tf.training.schedule import WarmupPolynomialDecay
 from bert_tf.training.summaries import write_scalars
 
@@ -223,9 +223,10 @@ class PretrainingTrainer:
         iterator = iter(dataset)
         writer = (tf.summary.create_file_writer(os.path.join(output_dir, "train")) if chief
                   else tf.summary.create_noop_writer())
-        progbar = keras.utils.Progbar(self.num_train_steps, verbose=1 if chief and progress else 0,
-                                      stateful_metrics=("loss", "masked_lm_accuracy",
-                                                        "next_sentence_accuracy"))
+        progbar = ResumableProgbar(self.num_train_steps, initial_step=step,
+                                   verbose=1 if chief and progress else 0,
+                                   stateful_metrics=("loss", "masked_lm_accuracy",
+                                                     "next_sentence_accuracy"))
         progbar.update(step)
         metrics = {}
         while step < self.num_train_steps:
