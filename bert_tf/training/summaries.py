@@ -11,6 +11,7 @@ Example:
 """
 
 import os
+import time
 
 import keras
 import tensorflow as tf
@@ -29,10 +30,14 @@ def write_scalars(writer, step, scalars):
 
 
 class ScalarSummaries(keras.callbacks.Callback):
-    """Writes the training logs (loss, metrics) and the learning rate to `log_dir/train` every
-    `every_n_steps` optimizer steps, and the validation logs of `fit` to `log_dir/eval`.
+    """Writes the training logs (loss, metrics), the learning rate and `examples_per_second`
+    to `log_dir/train` every `every_n_steps` optimizer steps, and the validation logs of `fit`
+    to `log_dir/eval`.
 
     The step is the optimizer's iteration count, so a resumed run continues the same curves.
+    Examples per second are those of the steps since the previous write (or the epoch's start,
+    the first call's tracing included), counted by the compiled loss' mean, which weighs each
+    batch by its number of examples.
     """
 
     def __init__(self, log_dir, every_n_steps=50):
@@ -41,6 +46,13 @@ class ScalarSummaries(keras.callbacks.Callback):
         self.every_n_steps = every_n_steps
         self._writers = {}
         self._last_logs = None
+        self._since = None  # (examples, time) at the previous write
+
+    def _examples(self):
+        """Examples trained on in this epoch (None without a compiled loss)."""
+        tracker = next((m for m in self.model.metrics if m.name == "loss"), None)
+        count = getattr(tracker, "count", None)
+        return None if count is None else float(keras.ops.convert_to_numpy(count))
 
     def _writer(self, name):
         if name not in self._writers:
@@ -57,7 +69,14 @@ class ScalarSummaries(keras.callbacks.Callback):
     def _write_train_logs(self, logs):
         scalars = {name: float(value) for name, value in logs.items()}
         scalars["learning_rate"] = self._learning_rate()
+        examples, now = self._examples(), time.perf_counter()
+        if examples is not None and self._since is not None and now > self._since[1]:
+            scalars["examples_per_second"] = (examples - self._since[0]) / (now - self._since[1])
+        self._since = (examples, now)
         write_scalars(self._writer("train"), self._step(), scalars)
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self._since = (0.0, time.perf_counter())  # fit has just reset the loss' mean
 
     def on_train_batch_end(self, batch, logs=None):
         self._last_logs = logs
