@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from bert_tf.data.pretraining import records_writer
 from bert_tf.data.pretraining.records_writer import write_pretraining_data
 from bert_tf.data.pretraining.records_dataset import (count_records, feature_spec, record_lengths,
                                               training_dataset)
@@ -127,8 +128,46 @@ def test_skipped_lines_and_empty_documents_are_counted(corpus, tmp_path):
     assert (statistics.documents, statistics.sentences) == (2, 3)
     assert statistics.skipped_lines == 3
     last_line = progress.getvalue().splitlines()[-1]
-    assert last_line.startswith("create_pretraining_data: 100.0% of 0.0 MB read, ")
-    assert f" {statistics.instances:,} instances (" in last_line
+    size = os.path.getsize(bad)
+    assert last_line.startswith(f"create_pretraining_data: 100.0% of {size} bytes read, 2 "
+                                f"documents, {statistics.instances:,} instances (")
+
+
+class TickingClock:
+    """Stands for the `time` module of `records_writer`: each reading is 20 s later, more than
+    the 10 s between two progress lines in a log file."""
+
+    def __init__(self):
+        self.now = 0.0
+
+    def monotonic(self):
+        self.now += 20.0
+        return self.now
+
+
+def test_progress_lines_count_documents_and_instances_with_an_eta(corpus, monkeypatch):
+    monkeypatch.setattr(records_writer, "time", TickingClock())
+    progress = io.StringIO()
+    _, statistics = write(corpus, ["out.tfrecord"], max_chunk_bytes=40, progress_stream=progress)
+    pattern = re.compile(r"create_pretraining_data: +([\d.]+)% of ([\d,]+) bytes read, ([\d,]+) "
+                         r"documents, ([\d,]+) instances \(([\d,]+)/s\)(?:, ETA (\S+)| in (\S+))$")
+    lines = [pattern.match(line) for line in progress.getvalue().splitlines()]
+    assert all(lines), progress.getvalue()
+    assert len(lines) > 3  # one per chunk written (the clock ticks past the refresh each time)
+    number = lambda text: int(text.replace(",", ""))  # noqa: E731
+    for index, line in enumerate(lines[:-1], 1):
+        percent, instances = float(line[1]), number(line[4])
+        minutes, _, seconds = line[6].rstrip("s").rpartition(":")
+        eta = 60 * int(minutes or 0) + int(seconds)
+        elapsed = 20.0 * index  # the clock's readings since the start
+        assert number(line[5]) == round(instances / elapsed)
+        assert eta == pytest.approx(elapsed * (100 - percent) / percent, abs=0.5 + 0.002 * eta)
+    documents = [number(line[3]) for line in lines]
+    assert documents == sorted(documents)
+    last = lines[-1]
+    assert float(last[1]) == 100.0 and number(last[2]) == os.path.getsize(corpus["text"])
+    assert (number(last[3]), number(last[4])) == (statistics.documents, statistics.instances)
+    assert last[7] == f"{len(lines) * 20 // 60}:{len(lines) * 20 % 60:02d}"
 
 
 @pytest.mark.parametrize("content", [b"", b"\n \n\t\n", b"\x01\x02\n\n\x03\n"],
