@@ -50,6 +50,9 @@ def define_flags():
     flags.DEFINE_bool("text_pairs", False, "classifier: take text_a/text_b instead of text.")
     flags.DEFINE_list("label_names", None, "classifier/ner: a name per class, in class order.")
     flags.DEFINE_integer("max_answer_length", 30, "squad: the longest answer, in tokens.")
+    flags.DEFINE_bool("special_tokens_in_strings", False, "preprocess: [CLS], [SEP], [MASK], "
+                      "[PAD] and [UNK] written in a text become their ids (as Hugging Face's "
+                      "tokenizer does) instead of ordinary text (as Google's does).")
     flags.mark_flags_as_required(["export_type", "output_dir"])
 
 
@@ -64,8 +67,9 @@ def _writer():
     if FLAGS.export_type == "preprocess":
         if not FLAGS.vocab_file:
             raise app.UsageError("--export_type=preprocess needs --vocab_file.")
-        return lambda path: export_preprocessor(path, FLAGS.vocab_file, FLAGS.do_lower_case,
-                                                seq_length=FLAGS.seq_length)
+        return lambda path: export_preprocessor(
+            path, FLAGS.vocab_file, FLAGS.do_lower_case, seq_length=FLAGS.seq_length,
+            special_tokens_in_strings=FLAGS.special_tokens_in_strings)
     if not FLAGS.init_checkpoint:
         raise app.UsageError(f"--export_type={FLAGS.export_type} needs --init_checkpoint.")
     vocab_file = FLAGS.vocab_file or vocab_beside_checkpoint(FLAGS.init_checkpoint)

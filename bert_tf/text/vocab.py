@@ -2,6 +2,7 @@
 and learning one from text."""
 
 import collections
+import os
 
 import tensorflow as tf
 from tensorflow_text.tools.wordpiece_vocab import wordpiece_tokenizer_learner_lib
@@ -48,7 +49,9 @@ def load_vocab(path):
 
 
 def save_vocab(tokens, path):
-    """Writes `tokens` to `path`, one per line (UTF-8)."""
+    """Writes `tokens` to `path`, one per line (UTF-8), creating its directory if needed."""
+    if os.path.dirname(path):
+        os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "w", encoding="utf-8", newline="\n") as f:
         f.writelines(token + "\n" for token in tokens)
 

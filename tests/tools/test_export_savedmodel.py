@@ -7,6 +7,7 @@ import os
 
 import keras
 import numpy as np
+import pytest
 import tensorflow as tf
 import tensorflow_text  # noqa: F401  (the preprocessing SavedModel uses tf.text ops)
 
@@ -20,19 +21,24 @@ from tests.tools.tool_runs import run_tool
 TEXTS = ["Hello unaffable world!", "", "what a good film"]
 
 
-def test_preprocess_needs_only_the_vocabulary(tmp_path):
+@pytest.mark.parametrize("special_tokens_in_strings", [False, True])
+def test_preprocess_needs_only_the_vocabulary(tmp_path, special_tokens_in_strings):
     vocab_file = write_vocab(tmp_path)
     base = tmp_path / "preprocess"
+    flag = ("--" if special_tokens_in_strings else "--no") + "special_tokens_in_strings"
     result = run_tool("export_savedmodel.py", "--export_type=preprocess",
                       f"--vocab_file={vocab_file}", "--do_lower_case", "--seq_length=16",
-                      f"--output_dir={base}")
+                      flag, f"--output_dir={base}")
     assert result.returncode == 0, result.stderr
     assert sorted(os.listdir(base)) == ["1"]
     assert os.path.isfile(base / "1" / "saved_model.pb")
     assert (base / "1" / "assets" / "vocab.txt").read_text() == open(vocab_file).read()
     loaded = tf.saved_model.load(str(base / "1"))
-    expected = BertPreprocessor(vocab_file, lower_case=True, seq_length=16)(tf.constant(TEXTS))
-    packed = loaded(tf.constant(TEXTS))
+    texts = TEXTS + ["a [SEP] b [CLS]"]
+    expected = BertPreprocessor(vocab_file, lower_case=True, seq_length=16,
+                                special_tokens_in_strings=special_tokens_in_strings)(
+        tf.constant(texts))
+    packed = loaded(tf.constant(texts))
     for key, value in expected.items():
         assert packed[key].dtype == tf.int32
         np.testing.assert_array_equal(packed[key], value)
