@@ -6,6 +6,7 @@ directory) so the same commands go from raw text through vocabulary, records, pr
 fine-tuning and export to a served model answering REST and gRPC.
 """
 
+import ast
 import json
 import os
 import re
@@ -47,3 +48,35 @@ def test_walkthrough_runs_as_written(tmp_path):
     predictions = json.loads(re.search(r'^\{"predictions".*$', run.stdout, re.M).group(0))
     assert len(predictions["predictions"]) == 2
     assert re.search(r"\[b'(positive|negative)' b'(positive|negative)'\]", run.stdout), run.stdout
+
+
+def _install_requires():
+    """setup.py's install_requires, read without running setup.py."""
+    with open(os.path.join(REPO_ROOT, "setup.py"), encoding="utf-8") as f:
+        tree = ast.parse(f.read())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.keyword) and node.arg == "install_requires":
+            return [ast.literal_eval(element) for element in node.value.elts]
+    raise AssertionError("setup.py has no install_requires")
+
+
+def _requirement_name(requirement):
+    return re.split(r"[<>=~!\[ ;]", requirement.strip('"'), maxsplit=1)[0].lower()
+
+
+def test_tpu_install_line_installs_every_requirement_but_tensorflow():
+    """The TPU line lists bert_tf's requirements itself (so that pip never installs the
+    `tensorflow` distribution over tensorflow-tpu): it must follow setup.py."""
+    with open(os.path.join(REPO_ROOT, "README.md"), encoding="utf-8") as readme:
+        text = readme.read()
+    section = text[text.index("### TPU"):]
+    line = re.search(r"^```\n(pip install .*)$", section, flags=re.M).group(1)
+    with_requirements, without_requirements = line.split(" && ")
+    named = {_requirement_name(word) for word in with_requirements.split()[2:]}
+    assert "tensorflow-tpu" in named and "tensorflow" not in named, line
+    for requirement in _install_requires():
+        name = _requirement_name(requirement)
+        if name not in ("tensorflow", "tensorflow-text"):
+            assert name in named, f"README's TPU line does not install {requirement}"
+    assert without_requirements.startswith("pip install --no-deps "), line
+    assert '"tensorflow-text==2.20.*"' in without_requirements and without_requirements.endswith(" -e ."), line
