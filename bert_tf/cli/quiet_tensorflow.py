@@ -123,7 +123,11 @@ def install(verbosity):
     """Quiets TensorFlow's C++ logging from now on, unless `verbosity` >= 1 or the user's
     TF_CPP_MIN_LOG_LEVEL is below 2 (then TensorFlow prints everything it would). Does nothing
     to a TensorFlow already imported."""
-    if verbosity >= 1 or os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2") in ("0", "1"):
+    if verbosity >= 1:
+        return
+    if not os.environ.get("TF_CPP_MIN_LOG_LEVEL"):  # unset or empty (TensorFlow: 0)
+        os.environ["TF_CPP_MIN_LOG_LEVEL"] = "2"
+    if os.environ["TF_CPP_MIN_LOG_LEVEL"] in ("0", "1"):
         return
     if "tensorflow" not in sys.modules and not any(
             isinstance(finder, _QuietFinder) for finder in sys.meta_path):

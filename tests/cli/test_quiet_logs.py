@@ -12,8 +12,8 @@ import types
 import pytest
 
 from bert_tf.cli import quiet_tensorflow
+from tests.cli.user_runs import run_as_user
 from tests.resources import REPO_ROOT
-from tests.tools.tool_runs import tool_command
 
 # What TensorFlow 2.21 printed at every tool's start on a CPU-only machine (and printed again
 # in each worker process), before this package kept it off.
@@ -32,13 +32,6 @@ CPP_LOG_LINE = re.compile(r"^[IWEF]\d{4} [\d:.]+ +\d+ \w+\.cc:\d+\] |^WARNING: A
                           re.MULTILINE)
 
 
-def run_without_tf_logging_settings(tool, *flags):
-    env = {name: value for name, value in os.environ.items() if name != "TF_CPP_MIN_LOG_LEVEL"}
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [REPO_ROOT, env.get("PYTHONPATH")]))
-    return subprocess.run(tool_command(tool, *flags), capture_output=True, text=True, env=env,
-                          timeout=600)
-
-
 @pytest.fixture(scope="module")
 def text_file(tmp_path_factory):
     path = tmp_path_factory.mktemp("text") / "text.txt"
@@ -49,7 +42,7 @@ def text_file(tmp_path_factory):
 
 def test_a_tool_prints_only_its_own_lines(text_file, tmp_path):
     # build_vocab: TensorFlow in this process and in a worker process; nothing to say on stderr.
-    result = run_without_tf_logging_settings(
+    result = run_as_user(
         "build_vocab.py", f"--input_file={text_file}", f"--output_file={tmp_path}/vocab.txt",
         "--vocab_size=100")
     assert result.returncode == 0, result.stderr
@@ -59,7 +52,7 @@ def test_a_tool_prints_only_its_own_lines(text_file, tmp_path):
 
 
 def test_verbosity_1_brings_tensorflows_lines_back(text_file, tmp_path):
-    result = run_without_tf_logging_settings(
+    result = run_as_user(
         "build_vocab.py", f"--input_file={text_file}", f"--output_file={tmp_path}/vocab.txt",
         "--vocab_size=100", "--verbosity=1")
     assert result.returncode == 0, result.stderr

@@ -1,0 +1,104 @@
+"""run_pretraining as a user watches it, in fresh processes: the warmup is 10 % of the steps
+unless --num_warmup_steps says otherwise, a resumed job's progress bar counts to the real
+total from the checkpoint's step, TensorBoard gets examples per second, and stderr holds only
+the tool's own lines."""
+
+import json
+import math
+import os
+import re
+
+import numpy as np
+import pytest
+
+from tests.cli.user_runs import run_as_user
+from tests.data.pretraining.records import write_pretraining_records
+from tests.resources import REPO_ROOT
+from tests.tools.test_run_pretraining import CONFIG
+from tests.tools.tool_runs import scalar_curves
+from tests.training.test_schedule import googles_learning_rate
+
+BATCH = 8
+# The source files of this package: the only ones whose log lines a tool shows by default.
+OWN_FILES = {name for _, _, names in os.walk(os.path.join(REPO_ROOT, "bert_tf"))
+             for name in names if name.endswith(".py")}
+LOG_LINE = re.compile(r"[IWEF]\d{4} [\d:.]+ +\d+ ([\w.]+):\d+\] ")
+
+
+@pytest.fixture(scope="module")
+def job(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("job")
+    write_pretraining_records(directory / "train.tfrecord", 40, 16, 3, vocab_size=40, seed=1)
+    config = directory / "bert_config.json"
+    config.write_text(json.dumps(CONFIG))
+    return [f"--bert_config_file={config}", f"--input_file={directory / 'train.tfrecord'}",
+            f"--output_dir={directory / 'output'}", f"--train_batch_size={BATCH}",
+            "--learning_rate=1e-3", "--save_checkpoints_steps=10", "--strategy=cpu",
+            "--nojit_compile"], directory / "output"
+
+
+@pytest.fixture(scope="module")
+def first_run(job):
+    """20 steps, no --num_warmup_steps (the default: 2, 10 % of 20; 10,000 rejected this job)."""
+    flags, _ = job
+    result = run_as_user("run_pretraining.py", *flags, "--num_train_steps=20",
+                         "--steps_per_execution=1")
+    assert result.returncode == 0, result.stderr[-3000:]
+    return result
+
+
+@pytest.fixture(scope="module")
+def resumed_run(job, first_run):
+    """The same job extended to 30 steps: it resumes at step 20."""
+    flags, _ = job
+    result = run_as_user("run_pretraining.py", *flags, "--num_train_steps=30",
+                         "--steps_per_execution=5")
+    assert result.returncode == 0, result.stderr[-3000:]
+    return result
+
+
+def test_the_warmup_defaults_to_a_tenth_of_the_steps(job, first_run):
+    _, output_dir = job
+    rates = scalar_curves(output_dir / "train")["learning_rate"][:20]
+    # The rate written at step s is the one step s ran with, the schedule's at s - 1.
+    np.testing.assert_allclose([rate for _, rate in rates], [
+        googles_learning_rate(step - 1, 1e-3, 20, 2) for step in range(1, 21)], rtol=1e-6)
+
+
+def progress_lines(stdout):
+    """(step, total, rest of the line) of each progress bar line, colours removed."""
+    text = re.sub(r"\x1b\[[0-9;]*m|\x08", "", stdout)
+    return [(int(match[1]), int(match[2]), match[3].strip()) for match in
+            re.finditer(r"^\s*(\d+)/(\d+) \S+ (.*)$", text.replace("\r", "\n"), re.MULTILINE)]
+
+
+def test_a_resumed_job_counts_from_its_checkpoint_to_the_real_total(resumed_run):
+    lines = progress_lines(resumed_run.stdout)
+    assert [(step, total) for step, total, _ in lines] == [(20, 30), (25, 30), (30, 30)]
+    # The first line: nothing timed yet. Then this run's time per step and the ETA of the
+    # 5 steps left are consistent; the last line gives this run's time.
+    assert re.fullmatch(r"0s 0s/step", lines[0][2])
+    eta, per_step, unit = re.match(r"(\d+)s (\d+)(ms|s)/step", lines[1][2]).groups()
+    seconds_per_step = int(per_step) / (1000 if unit == "ms" else 1)
+    assert int(eta) == pytest.approx(5 * seconds_per_step, abs=1)
+    assert re.match(r"\d+s \d+m?s/step - ", lines[2][2])
+
+
+def test_tensorboard_gets_examples_per_second(job, resumed_run):
+    _, output_dir = job
+    curves = scalar_curves(output_dir / "train")
+    rates = curves["examples_per_second"]
+    assert [step for step, _ in rates] == [*range(1, 21), 25, 30]
+    assert all(math.isfinite(rate) and rate > 0 for _, rate in rates), rates
+    steps_per_second = [rate for _, rate in curves["steps_per_second"]]
+    np.testing.assert_allclose([rate for _, rate in rates],
+                               np.multiply(steps_per_second, BATCH), rtol=1e-5)
+
+
+@pytest.mark.parametrize("run", ["first_run", "resumed_run"])
+def test_stderr_holds_only_the_tools_own_lines(run, request):
+    stderr = request.getfixturevalue(run).stderr
+    assert stderr.strip(), "the tool says what it trains on and restores"
+    for line in stderr.splitlines():
+        match = LOG_LINE.match(line)
+        assert match and match[1] in OWN_FILES, line
