@@ -23,6 +23,9 @@ Example:
     saved_model_cli show --dir /models/sst2/1 --all
 """
 
+import sys
+import time
+
 from absl import app, flags
 
 from bert_tf.cli.app import run_tool
@@ -73,6 +76,7 @@ def _writer():
     if not FLAGS.init_checkpoint:
         raise app.UsageError(f"--export_type={FLAGS.export_type} needs --init_checkpoint.")
     vocab_file = FLAGS.vocab_file or vocab_beside_checkpoint(FLAGS.init_checkpoint)
+    _stage(f"loading {FLAGS.init_checkpoint}")
     if FLAGS.export_type in ("encoder", "encoder_with_mlm"):
         model = load_model(FLAGS.init_checkpoint, BertPretrainer if FLAGS.export_type ==
                            "encoder_with_mlm" else BertEncoder,
@@ -85,11 +89,20 @@ def _writer():
         max_answer_length=FLAGS.max_answer_length)
 
 
+def _stage(message):
+    """Says on stderr what the export does next (loading and tracing take from seconds to
+    minutes, with nothing else to show)."""
+    print(f"export_savedmodel: {message}", file=sys.stderr, flush=True)
+
+
 def main():
     from bert_tf.export import write_version
 
-    path = write_version(FLAGS.output_dir, _writer(), version=FLAGS.version)
-    print(f"Exported {FLAGS.export_type} to {path}")
+    started = time.monotonic()
+    writer = _writer()
+    _stage(f"tracing the signatures and writing the SavedModel under {FLAGS.output_dir}")
+    path = write_version(FLAGS.output_dir, writer, version=FLAGS.version)
+    print(f"Exported {FLAGS.export_type} to {path} in {time.monotonic() - started:.0f}s")
     return 0
 
 

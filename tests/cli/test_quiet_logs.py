@@ -115,3 +115,19 @@ def test_tensorflow_is_imported_quietly_in_a_fresh_process():
                             env=env, cwd=REPO_ROOT, timeout=300)
     assert result.returncode == 0, result.stderr
     assert (result.stdout, result.stderr) == ("1\n", "")
+
+
+def test_an_export_says_its_stages_and_nothing_else(tmp_path):
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("".join(f"{token}\n" for token in [
+        "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "fox", "##es"]), encoding="utf-8")
+    # TensorFlow logs "... will be renamed to unknown, unknown_0, ..." for every signature, its
+    # "Sharding callback duration" and "Assets written to" lines: none of them shows.
+    result = run_as_user("export_savedmodel.py", "--export_type=preprocess",
+                         f"--vocab_file={vocab}", f"--output_dir={tmp_path}/preprocess",
+                         "--seq_length=16")
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == ("export_savedmodel: tracing the signatures and writing the "
+                             f"SavedModel under {tmp_path}/preprocess\n")
+    assert re.fullmatch(f"Exported preprocess to {tmp_path}/preprocess/1 in \\d+s\n",
+                        result.stdout)
