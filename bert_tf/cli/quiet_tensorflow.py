@@ -93,6 +93,8 @@ class _QuietLoader(importlib.abc.Loader):
         return self.loader.create_module(spec)
 
     def exec_module(self, module):
+        # The module keeps TensorFlow's own loader, as if it had been imported without this one.
+        module.__loader__ = module.__spec__.loader = self.loader
         captured = _CapturedStderr()
         try:
             with captured:

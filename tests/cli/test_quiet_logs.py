@@ -3,6 +3,7 @@ lines and library warnings are off (`bert_tf.cli.quiet_tensorflow`, `app.run_too
 --verbosity=1 asks for them. The tools run in fresh processes, with no TF_CPP_MIN_LOG_LEVEL of
 the test's environment."""
 
+import importlib.util
 import os
 import re
 import subprocess
@@ -93,17 +94,24 @@ class PrintingLoader:
             list_physical_devices=lambda: os.write(2, CUINIT_FAILED.encode()))
 
 
+def new_module(loader):
+    return importlib.util.module_from_spec(importlib.util.spec_from_loader("tensorflow", loader))
+
+
 def test_the_import_keeps_what_is_not_noise(capfd):
     noise = "".join(STARTUP_NOISE.splitlines(keepends=True)[:-1])  # cuInit comes on listing
-    loader = quiet_tensorflow._QuietLoader(PrintingLoader(noise + "a line of its own\n"))
-    loader.exec_module(types.ModuleType("tensorflow"))
+    original = PrintingLoader(noise + "a line of its own\n")
+    loader = quiet_tensorflow._QuietLoader(original)
+    module = new_module(loader)
+    loader.exec_module(module)
     assert capfd.readouterr().err == "a line of its own\n"
+    assert module.__loader__ is module.__spec__.loader is original
 
 
 def test_a_failed_import_shows_everything(capfd):
     loader = quiet_tensorflow._QuietLoader(PrintingLoader(STARTUP_NOISE, ImportError("no .so")))
     with pytest.raises(ImportError, match="no .so"):
-        loader.exec_module(types.ModuleType("tensorflow"))
+        loader.exec_module(new_module(loader))
     assert capfd.readouterr().err == STARTUP_NOISE
 
 
