@@ -29,6 +29,7 @@ import time
 from absl import app, flags
 
 from bert_tf.cli.app import run_tool
+from bert_tf.cli.checkpoint_flags import define_checkpoint_flags
 
 EXPORT_TYPES = ("encoder", "encoder_with_mlm", "preprocess", "classifier", "ner", "squad",
                 "multiple_choice")
@@ -40,13 +41,8 @@ def define_flags():
     flags.DEFINE_enum("export_type", None, EXPORT_TYPES, "What to export.")
     flags.DEFINE_string("output_dir", None, "The model's base path: the SavedModel is written to "
                         "<output_dir>/<version>/.")
-    flags.DEFINE_string("bert_config_file", None, "bert_config.json; defaults to the one beside "
-                        "--init_checkpoint.")
-    flags.DEFINE_string("init_checkpoint", None, "Checkpoint directory or prefix (this package's; "
-                        "for the encoder exports also Google's or Hugging Face's).")
-    flags.DEFINE_string("vocab_file", None, "vocab.txt; defaults to the one beside "
-                        "--init_checkpoint.")
-    flags.DEFINE_bool("do_lower_case", True, "Whether the vocabulary is uncased.")
+    define_checkpoint_flags("Checkpoint directory or prefix (this package's; for the encoder "
+                            "exports also Google's or Hugging Face's).")
     flags.DEFINE_integer("seq_length", 128, "Packed sequence length of the preprocess and task "
                          "exports (encoder signatures take any length).")
     flags.DEFINE_integer("version", None, "Version number; defaults to the next free one.")

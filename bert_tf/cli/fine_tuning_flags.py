@@ -19,6 +19,7 @@ import os
 
 from absl import app, flags
 
+from bert_tf.cli.checkpoint_flags import define_checkpoint_flags
 from bert_tf.training.mixed_precision import MIXED_PRECISION
 
 FLAGS = flags.FLAGS
@@ -31,17 +32,12 @@ logger = logging.getLogger("bert_tf.tools")
 
 def define_fine_tuning_flags(max_seq_length=128):
     """Defines the shared flags; `max_seq_length` is the tool's default for --max_seq_length."""
-    flags.DEFINE_string("bert_config_file", None, "The encoder's bert_config.json; defaults to "
-                        "the one beside --init_checkpoint.")
-    flags.DEFINE_string("vocab_file", None, "vocab.txt; defaults to the one beside "
-                        "--init_checkpoint.")
-    flags.DEFINE_string("init_checkpoint", None, "Pre-trained weights: a Google TF1 checkpoint, "
-                        "a Hugging Face directory / model.safetensors, or this package's "
-                        "checkpoint. Without it the encoder starts from random weights "
-                        "(--bert_config_file).")
+    define_checkpoint_flags("Pre-trained weights: a Google TF1 checkpoint, a Hugging Face "
+                            "directory / model.safetensors, or this package's checkpoint. "
+                            "Without it the encoder starts from random weights "
+                            "(--bert_config_file).")
     flags.DEFINE_string("output_dir", None, "Checkpoints, TensorBoard logs, metrics and "
                         "predictions; training resumes from its latest checkpoint.")
-    flags.DEFINE_bool("do_lower_case", True, "Lower-case and strip accents (uncased models).")
     flags.DEFINE_integer("max_seq_length", max_seq_length, "Longest packed input, in word "
                          "pieces; batches are padded only to their longest example.")
     flags.DEFINE_bool("do_train", False, "Fine-tune on the training data.")

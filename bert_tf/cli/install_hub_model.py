@@ -17,20 +17,16 @@ Example (Google's BERT-Base, uncased; or any checkpoint convert_checkpoint.py wr
 from absl import flags
 
 from bert_tf.cli.app import run_tool
+from bert_tf.cli.checkpoint_flags import define_checkpoint_flags
 
 FLAGS = flags.FLAGS
 
 
 def define_flags():
-    flags.DEFINE_string("init_checkpoint", None, "Checkpoint directory or prefix: this package's, "
-                        "Google's or Hugging Face's.")
+    define_checkpoint_flags("Checkpoint directory or prefix: this package's, Google's or "
+                            "Hugging Face's.")
     flags.DEFINE_string("name", None, "Short model name, bert_tf_...; default: from the config "
                         "(bert_tf_base, bert_tf_L4_H256, bert_tf_L6_H384_A12_cased, ...).")
-    flags.DEFINE_string("vocab_file", None, "vocab.txt; defaults to the one beside "
-                        "--init_checkpoint.")
-    flags.DEFINE_bool("do_lower_case", True, "Whether the vocabulary is uncased.")
-    flags.DEFINE_string("bert_config_file", None, "bert_config.json; defaults to the one beside "
-                        "--init_checkpoint.")
     flags.DEFINE_integer("seq_length", 128, "The preprocessor's packed sequence length.")
     flags.DEFINE_string("hub_dir", None, "Model directory; defaults to $BERT_TF_HUB_DIR or "
                         "~/.cache/bert_tf/hub.")

@@ -274,7 +274,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                     "metadata": {"signature_def": signature_defs}}
 
     def _send(self, status, body, headers=None):
-        payload = json.dumps(body).encode("utf-8")
+        # One line of JSON ending in a newline, as a terminal user of curl expects.
+        payload = (json.dumps(body) + "\n").encode("utf-8")
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(payload)))
