@@ -17,8 +17,8 @@ and the pooler are left out, so MFU is "useful matmul work / measured matmul pea
 bfloat16 rows also give the cosine of pooled_output against the same system's float32 model.
 
 Example (full run, then a quick one):
-    /work/venv/bin/python bench/encoder_throughput.py
-    /work/venv/bin/python bench/encoder_throughput.py --configs=minilm --systems=bert_tf \\
+    .venv/bin/python bench/encoder_throughput.py
+    .venv/bin/python bench/encoder_throughput.py --configs=minilm --systems=bert_tf \\
         --modes=plain --rounds=2
 """
 

@@ -7,7 +7,7 @@ Before the fusion, the bfloat16 bert_base profile (docs/PERFORMANCE.md) spent ~1
 per step in the GELU.
 
 Example:
-    /work/venv/bin/python bench/gelu_bfloat16.py
+    .venv/bin/python bench/gelu_bfloat16.py
 """
 
 import os

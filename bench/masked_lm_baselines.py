@@ -14,7 +14,7 @@ Contexts are read from the held-out records as the model sees them (a neighbour 
 the neighbouring tokens, like the bigram or trigram.
 
 Example (the records of the convergence run):
-    /work/venv/bin/python bench/masked_lm_baselines.py \\
+    .venv/bin/python bench/masked_lm_baselines.py \\
         --train_records='/tmp/bert_tf_convergence/data/records/train-seq128-pred52-mask0.4/*' \\
         --heldout_records=/tmp/bert_tf_convergence/data/records/heldout-seq128/heldout.tfrecord
 """

@@ -27,8 +27,8 @@ time axis then restarts; use a fresh --output_dir for a clean curve). `--plot_on
 the CSV and PNG from an existing run's logs. The PNG needs matplotlib.
 
 Example (the measured run, then a smoke test):
-    /work/venv/bin/python bench/pretraining_convergence.py
-    /work/venv/bin/python bench/pretraining_convergence.py --output_dir=/tmp/convergence_smoke \\
+    .venv/bin/python bench/pretraining_convergence.py
+    .venv/bin/python bench/pretraining_convergence.py --output_dir=/tmp/convergence_smoke \\
         --num_train_steps=20,20 --num_warmup_steps=2,2 --eval_every=10 --vocab_size=2000 \\
         --dupe_factor=1 --csv=/tmp/convergence_smoke/curve.csv \\
         --plot=/tmp/convergence_smoke/curve.png

@@ -7,7 +7,7 @@ its step; without XLA (`plain`), where the ops stay visible. This is how the slo
 step were found (docs/PERFORMANCE.md, "Pre-training").
 
 Example:
-    /work/venv/bin/python bench/pretraining_profile.py --configs=bert_mini
+    .venv/bin/python bench/pretraining_profile.py --configs=bert_mini
 """
 
 import os

@@ -23,8 +23,8 @@ LayerNorm, softmax and the tiny next-sentence head are left out, so MFU is "usef
 / measured matmul peak".
 
 Example (full run, then a smoke test):
-    /work/venv/bin/python bench/pretraining_throughput.py       # (24 GB: one config a run)
-    /work/venv/bin/python bench/pretraining_throughput.py --configs=bert_tiny --rounds=1 \\
+    .venv/bin/python bench/pretraining_throughput.py       # (24 GB: one config a run)
+    .venv/bin/python bench/pretraining_throughput.py --configs=bert_tiny --rounds=1 \\
         --steps=2
 """
 
