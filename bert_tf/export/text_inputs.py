@@ -41,8 +41,8 @@ NOT_A_TOKEN = -1
 # and punctuation around it. A multi-byte character cut in two at the end is invalid UTF-8,
 # which the tokenizer drops.
 MAX_BYTES_PER_TOKEN = 512
-# Batches are trimmed to a multiple of this many columns. Measured on the MiniLM classifier, SST-2
-# dev sentences at batch 1 (docs/performance_serving.md): p50 20.9 ms at 1 (exact length),
+# Batches are trimmed to a multiple of this many columns. Measured on the MiniLM classifier,
+# SST-2 dev sentences at batch 1 (docs/performance_serving.md): p50 20.9 ms at 1 (exact length),
 # 20.3 ms at 8, 22.2 ms at 16: distinct shapes cost nothing measurable, extra columns do; 8
 # bounds the shapes a server sees to seq_length / 8 per batch size.
 DEFAULT_PAD_TO_MULTIPLE_OF = 8
