@@ -50,7 +50,7 @@ def warmup_steps(args, num_steps):
 
 
 def run_transformers(args, train, dev):
-    """`(dev logits, {phase: seconds})` of Hugging Face `Trainer`."""
+    """`(dev logits, their labels, {phase: seconds}, versions)` of Hugging Face `Trainer`."""
     import torch
     import transformers
 
@@ -80,15 +80,18 @@ def run_transformers(args, train, dev):
     trainer.train()
     seconds["train"] = time.perf_counter() - start
     start = time.perf_counter()
-    logits = trainer.predict(features(*dev)).predictions
+    # transformers 5 groups evaluation batches by length too: predictions come in the
+    # sampler's order, with their label_ids in the same order.
+    prediction = trainer.predict(features(*dev))
     seconds["evaluate"] = time.perf_counter() - start
-    return logits, seconds, {"torch": torch.__version__, "transformers": transformers.__version__,
-                             "threads": torch.get_num_threads(),
-                             "steps": trainer.state.global_step}
+    versions = {"torch": torch.__version__, "transformers": transformers.__version__,
+                "threads": torch.get_num_threads(), "steps": trainer.state.global_step}
+    return prediction.predictions, prediction.label_ids, seconds, versions
 
 
 def run_keras_hub(args, train, dev):
-    """`(dev logits, {phase: seconds})` of keras-hub's `BertTextClassifier`."""
+    """`(dev logits, their labels, {phase: seconds}, versions)` of keras-hub's
+    `BertTextClassifier`."""
     import keras
     import keras_hub
     import tensorflow as tf
@@ -124,7 +127,7 @@ def run_keras_hub(args, train, dev):
     start = time.perf_counter()
     logits = classifier.predict(tf.data.Dataset.from_tensor_slices(dev[0]).batch(64), verbose=0)
     seconds["evaluate"] = time.perf_counter() - start
-    return logits, seconds, {"tensorflow": tf.__version__, "keras_hub": keras_hub.__version__,
+    return logits, dev[1], seconds, {"tensorflow": tf.__version__, "keras_hub": keras_hub.__version__,
                              "steps": num_steps}
 
 
@@ -144,8 +147,8 @@ def main():
     train = read_sentences(os.path.join(args.data_dir, "train.tsv"))
     dev = read_sentences(os.path.join(args.data_dir, "dev.tsv"))
     run = run_transformers if args.system == "transformers" else run_keras_hub
-    logits, seconds, versions = run(args, train, dev)
-    accuracy = float(np.mean(np.asarray(logits, np.float32).argmax(-1) == dev[1]))
+    logits, labels, seconds, versions = run(args, train, dev)
+    accuracy = float(np.mean(np.asarray(logits, np.float32).argmax(-1) == labels))
     # The benchmark reads the last line of stdout; the frameworks' chatter goes before it.
     print(json.dumps({"accuracy": accuracy, "dev_examples": len(dev[1]), "seconds": seconds,
                       "versions": versions}), flush=True)
