@@ -20,7 +20,6 @@ Example:
 import contextlib
 import logging
 import os
-import re
 import threading
 
 import grpc
@@ -29,9 +28,9 @@ from tensorflow_serving.apis import get_model_status_pb2
 
 from bert_tf.serving.errors import ServingError
 from bert_tf.serving.servable import Servable
+from bert_tf_hub_names import saved_model_versions
 
 _State = get_model_status_pb2.ModelVersionStatus.State
-_VERSION_DIR = re.compile(r"[0-9]+")
 
 
 class ModelManager:
@@ -153,14 +152,12 @@ class ModelManager:
 
     def _versions_on_disk(self):
         try:
-            names = os.listdir(self.model_base_path)
+            versions = saved_model_versions(self.model_base_path)
         except OSError as error:
             logging.warning("Cannot list model base path %s: %s", self.model_base_path, error)
             return {}
-        paths = {int(name): os.path.join(self.model_base_path, name) for name in names
-                 if _VERSION_DIR.fullmatch(name)}
-        return {version: path for version, path in paths.items()
-                if os.path.isfile(os.path.join(path, "saved_model.pb"))}
+        return {version: os.path.join(self.model_base_path, str(version))
+                for version in versions}
 
     def _retire(self, servable):
         self._set_state(servable.version, _State.UNLOADING)
