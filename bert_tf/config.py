@@ -10,6 +10,8 @@ import dataclasses
 import json
 import os
 
+from bert_tf.file_io import open_file
+
 # Activations a Google / Hugging Face checkpoint may name. "gelu" is the exact erf form.
 SUPPORTED_ACTIVATIONS = ("gelu", "gelu_new", "relu", "tanh", "swish", "silu")
 
@@ -140,7 +142,8 @@ class BertConfig:
         return json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n"
 
     def to_json_file(self, path):
-        with open(path, "w", encoding="utf-8") as f:
+        """Writes the config to `path`: a local or remote (`gs://...`) file."""
+        with open_file(path, "w") as f:
             f.write(self.to_json_string())
 
 
@@ -149,10 +152,11 @@ def _is_number(value):
 
 
 def read_json_file(path):
-    """The parsed contents of a JSON config file; a one-line ValueError naming `path` when it
-    is not UTF-8 JSON."""
+    """The parsed contents of a JSON config file, local or remote (`gs://...`); a one-line
+    ValueError naming `path` when it is not UTF-8 JSON."""
+    with open_file(path, "rb") as f:
+        data = f.read()
     try:
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
+        return json.loads(data.decode("utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise ValueError(f"{path} is not valid JSON: {e}") from None

@@ -11,10 +11,10 @@ Example:
 """
 
 import os
-import shutil
 
 import numpy as np
 
+from bert_tf import file_io
 from bert_tf.checkpoints import layout
 
 
@@ -73,14 +73,15 @@ def save_checkpoint(output_dir, encoder, heads=None, vocab_file=None):
 def write_model_files(output_dir, config, vocab_file=None):
     """Writes `bert_config.json` (of `config`) and a copy of `vocab_file` into `output_dir`
     (created if needed): what makes the checkpoints there complete for every tool's
-    `--init_checkpoint=output_dir`. A `vocab_file` already in place is left alone.
+    `--init_checkpoint=output_dir`. A `vocab_file` already in place is left alone. Local or
+    remote (`gs://...`) paths.
 
     Example:
         >>> write_model_files("/tmp/finetuned", encoder.config, "converted/vocab.txt")
     """
-    os.makedirs(output_dir, exist_ok=True)
+    file_io.makedirs(output_dir)
     config.to_json_file(os.path.join(output_dir, layout.CONFIG_FILE))
     if vocab_file:
         target = os.path.join(output_dir, layout.VOCAB_FILE)
         if os.path.abspath(vocab_file) != os.path.abspath(target):
-            shutil.copyfile(vocab_file, target)
+            file_io.copy_file(vocab_file, target)

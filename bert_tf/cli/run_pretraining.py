@@ -169,6 +169,13 @@ def _job(embedded):
     return types.SimpleNamespace(**job)
 
 
+def _has_checkpoint_state(output_dir):
+    """Whether `output_dir` (local or gs://) holds a `checkpoint` state file."""
+    import tensorflow as tf  # after tpu_host.skip_libtpu_without_tpu() (module import)
+
+    return tf.io.gfile.exists(os.path.join(output_dir, "checkpoint"))
+
+
 def _input_problems(job):
     """What is missing or contradictory among the flags that name the job's inputs."""
     problems = []
@@ -193,7 +200,7 @@ def _input_problems(job):
     # Exports are versioned by the global step: without training, only a checkpoint of this
     # job (step > 0) has one; weights from --init_checkpoint are at step 0.
     if (job.export_dir and not job.do_train and job.output_dir
-            and not os.path.exists(os.path.join(job.output_dir, "checkpoint"))):
+            and not _has_checkpoint_state(job.output_dir)):
         problems.append("--export_dir with --nodo_train exports the checkpoint in --output_dir, "
                         "which has none (export converted weights with export_savedmodel)")
     return problems

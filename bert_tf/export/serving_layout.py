@@ -19,6 +19,8 @@ import tensorflow as tf
 
 from bert_tf_hub_names import saved_model_versions, version_numbers
 
+from bert_tf.file_io import rename_directory
+
 # What a server running as another user needs to load a version: every directory listable
 # (rwxr-xr-x) and every file readable (rw-r--r--). TensorFlow creates them with the writer's
 # umask, e.g. 0700/0600 under umask 077, and a temporary directory is 0700 whatever the umask.
@@ -90,7 +92,7 @@ def write_version(base_path, write_savedmodel, version=None):
     try:
         write_savedmodel(staging_dir)
         make_world_readable(staging_dir)
-        tf.io.gfile.rename(staging_dir, final_dir)
+        rename_directory(staging_dir, final_dir)
     except BaseException:
         if tf.io.gfile.exists(staging_dir):
             tf.io.gfile.rmtree(staging_dir)

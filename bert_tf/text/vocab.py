@@ -7,6 +7,7 @@ import os
 import tensorflow as tf
 from tensorflow_text.tools.wordpiece_vocab import wordpiece_tokenizer_learner_lib
 
+from bert_tf.file_io import open_file
 from bert_tf.text.basic_tokenizer import BasicTokenizer
 
 # The tokens BERT's inputs are built with; build_vocab puts them first, in this order, so that
@@ -27,7 +28,7 @@ def load_vocab(path):
         ['[PAD]', '[unused0]', '[unused1]', '[unused2]', '[unused3]']
     """
     try:
-        with open(path, "rb") as f:
+        with open_file(path, "rb") as f:  # local or remote (gs://...)
             text = f.read().decode("utf-8")
     except UnicodeDecodeError as error:
         raise ValueError(f"Vocabulary file {path} is not valid UTF-8: {error}") from None

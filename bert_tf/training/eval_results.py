@@ -14,15 +14,16 @@ import os
 
 import tensorflow as tf
 
+from bert_tf.file_io import open_file
 from bert_tf.training.summaries import write_scalars
 
 EVAL_RESULTS_FILE = "eval_results.json"
 
 
 def write_json(path, value, **dump_options):
-    """Writes `value` to `path` as indented JSON (`dump_options` go to `json.dump`); returns
-    `path`."""
-    with open(path, "w", encoding="utf-8") as f:
+    """Writes `value` to `path` (local or gs://...) as indented JSON (`dump_options` go to
+    `json.dump`); returns `path`."""
+    with open_file(path, "w") as f:
         json.dump(value, f, indent=2, **dump_options)
         f.write("\n")
     return path

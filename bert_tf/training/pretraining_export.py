@@ -9,6 +9,8 @@ Example:
 import logging
 import os
 
+import tensorflow as tf
+
 from bert_tf.export import export_encoder, write_version
 
 logger = logging.getLogger("bert_tf.training")
@@ -18,7 +20,7 @@ def export_pretrained(pretrainer, export_dir, step, vocab_file, do_lower_case):
     """Exports `pretrainer` (a `BertPretrainer`) to `<export_dir>/<step>/` unless that version
     exists already (a rerun of a finished job); returns its path."""
     path = os.path.join(export_dir, str(step))
-    if os.path.exists(path):
+    if tf.io.gfile.exists(path):  # local or remote (gs://...)
         logger.info("%s exists already: not exported again", path)
         return path
     path = write_version(export_dir, lambda directory: export_encoder(

@@ -19,11 +19,14 @@ ScalarEvent = collections.namedtuple("ScalarEvent", ["step", "wall_time", "value
 def read_scalars(directory):
     """`{tag: [ScalarEvent, ...]}` from every event file in `directory` (oldest file first, then
     in writing order); {} when `directory` does not exist. A resumed job appends a new file,
-    so steps done twice appear twice."""
-    if not os.path.isdir(directory):
+    so steps done twice appear twice. Local or remote (gs://...)."""
+    if not tf.io.gfile.isdir(directory):
         return {}
-    paths = sorted((os.path.join(directory, name) for name in os.listdir(directory)
-                    if ".tfevents." in name), key=os.path.getmtime)
+    # By modification time, then by name (which starts with the creation time in seconds):
+    # ram:// gives every file the time 0.
+    paths = sorted((os.path.join(directory, name) for name in tf.io.gfile.listdir(directory)
+                    if ".tfevents." in name),
+                   key=lambda path: (tf.io.gfile.stat(path).mtime_nsec, path))
     scalars = collections.defaultdict(list)
     for path in paths:
         for record in tf.data.TFRecordDataset(path):

@@ -1,0 +1,64 @@
+"""Files by path, local or remote: a path with a scheme (`gs://bucket/dir`, `ram://...`, any
+filesystem TensorFlow registers) goes through `tf.io.gfile`, which `open` and `os` cannot
+reach; a local path keeps Python's own calls, so that its errors stay `OSError`s naming the
+file (tf.io.gfile raises `tf.errors.NotFoundError`, which is not one).
+
+Example:
+    >>> makedirs("gs://my-bucket/pretrain")
+    >>> with open_file("gs://my-bucket/pretrain/bert_config.json", "w") as f:
+    ...     f.write(config.to_json_string())
+"""
+
+import os
+
+
+def is_remote(path):
+    """Whether `path` names a file of a filesystem other than the local one (it has a scheme)."""
+    return "://" in os.fspath(path)
+
+
+def open_file(path, mode="r"):
+    """`path` opened in `mode` ("r", "w", "rb", "wb"; text is UTF-8); "w" replaces the file."""
+    if is_remote(path):
+        import tensorflow as tf  # only then: reading a local config does not load TensorFlow
+
+        # gs:// replaces an object on write, but TensorFlow's ram:// appends to an existing
+        # file (writing "short" over "long content" read back "long contentshort", TF 2.21).
+        if "w" in mode and tf.io.gfile.exists(path):
+            tf.io.gfile.remove(path)
+        return tf.io.gfile.GFile(path, mode)
+    return open(path, mode, encoding=None if "b" in mode else "utf-8")
+
+
+def makedirs(path):
+    """Creates the directory `path` and its parents if missing."""
+    if is_remote(path):
+        import tensorflow as tf
+
+        tf.io.gfile.makedirs(path)
+    else:
+        os.makedirs(path, exist_ok=True)
+
+
+def copy_file(source, target):
+    """Copies the file `source` to `target` (overwritten), either of them local or remote."""
+    with open_file(source, "rb") as reader, open_file(target, "wb") as writer:
+        writer.write(reader.read())
+
+
+def rename_directory(source, target):
+    """Renames the directory `source` to `target` (which must not exist): in one step on a
+    local disk; file by file on a remote filesystem, as gs:// itself does it (it has no
+    directories), because TensorFlow's ram:// renames only the directory's own entry (the files
+    stayed under `source`, TF 2.21)."""
+    import tensorflow as tf
+
+    if not is_remote(source):
+        tf.io.gfile.rename(source, target)
+        return
+    for directory, _, files in tf.io.gfile.walk(source):
+        moved_directory = target + directory[len(source):]
+        tf.io.gfile.makedirs(moved_directory)
+        for name in files:
+            tf.io.gfile.rename(f"{directory}/{name}", f"{moved_directory}/{name}")
+    tf.io.gfile.rmtree(source)
