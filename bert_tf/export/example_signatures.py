@@ -21,6 +21,8 @@ import os
 import tensorflow as tf
 from tensorflow.core.protobuf import saved_model_pb2
 
+from bert_tf.file_io import open_file
+
 # The signature keys are TF Serving's method names, as in TF1's Estimator exports.
 CLASSIFY = tf.saved_model.CLASSIFY_METHOD_NAME  # "tensorflow/serving/classify"
 REGRESS = tf.saved_model.REGRESS_METHOD_NAME  # "tensorflow/serving/regress"
@@ -62,11 +64,11 @@ def set_method_names(export_dir, method_names):
     """Rewrites `saved_model.pb` of `export_dir` with `{signature key: method name}`."""
     path = os.path.join(export_dir, tf.saved_model.SAVED_MODEL_FILENAME_PB)
     saved_model = saved_model_pb2.SavedModel()
-    with open(path, "rb") as f:
+    with open_file(path, "rb") as f:  # local or remote (gs://...)
         saved_model.ParseFromString(f.read())
     for meta_graph in saved_model.meta_graphs:
         for key, method_name in method_names.items():
             meta_graph.signature_def[key].method_name = method_name
     # Opening the existing file keeps its permissions.
-    with open(path, "wb") as f:
+    with open_file(path, "wb") as f:
         f.write(saved_model.SerializeToString())
