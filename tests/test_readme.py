@@ -42,10 +42,12 @@ def test_walkthrough_runs_as_written(tmp_path):
 
     with open(work / "sst2" / "eval_results.json", encoding="utf-8") as results:
         evaluation = json.load(results)
-    assert evaluation["eval_examples"] == 872, evaluation
+    assert evaluation["num_examples"] == 872, evaluation
     assert os.path.exists(work / "models" / "pretrained")
     # The REST answer, then the gRPC client's line: two labels and two probability rows.
-    predictions = json.loads(re.search(r'^\{"predictions".*$', run.stdout, re.M).group(0))
+    rest_answer = re.search(r'^\{"predictions": .*$', run.stdout, re.M)  # one line of JSON
+    assert rest_answer, run.stdout
+    predictions = json.loads(rest_answer.group(0))
     assert len(predictions["predictions"]) == 2
     assert re.search(r"\[b'(positive|negative)' b'(positive|negative)'\]", run.stdout), run.stdout
 
