@@ -171,9 +171,12 @@ def main():
     from bert_tf.data.tfds.glue import glue_task_for_tfds
     try:
         task = glue_task(FLAGS.task_name) if FLAGS.task_name else None
+    except ValueError as error:
+        raise app.UsageError(f"--task_name: {error}") from None
+    try:
         tfds_task = glue_task_for_tfds(FLAGS.tfds_name) if FLAGS.tfds_name else None
     except ValueError as error:
-        raise app.UsageError(f"--task_name/--tfds_name: {error}") from None
+        raise app.UsageError(f"--tfds_name: {error}") from None
     if task and tfds_task and task is not tfds_task:
         raise app.UsageError(f"--task_name={FLAGS.task_name} is not the task of "
                              f"--tfds_name={FLAGS.tfds_name} ({tfds_task.name})")

@@ -35,9 +35,11 @@ class ScalarSummaries(keras.callbacks.Callback):
     to `log_dir/eval`.
 
     The step is the optimizer's iteration count, so a resumed run continues the same curves.
-    Examples per second are those of the steps since the previous write (or the epoch's start,
-    the first call's tracing included), counted by the compiled loss' mean, which weighs each
-    batch by its number of examples.
+    Each write covers the steps since the previous one (or the epoch's start, the first call's
+    tracing included): Keras' logs are means over the whole epoch, and fine-tuning runs as one
+    epoch, so the loss and metrics written are each mean's own share of those steps (its total
+    and count then minus now), and examples per second are counted by the compiled loss' mean,
+    which weighs each batch by its number of examples.
     """
 
     def __init__(self, log_dir, every_n_steps=50):
@@ -46,13 +48,19 @@ class ScalarSummaries(keras.callbacks.Callback):
         self.every_n_steps = every_n_steps
         self._writers = {}
         self._last_logs = None
-        self._since = None  # (examples, time) at the previous write
+        self._since = None  # ({name: (total, count)} of the means, time) at the previous write
 
-    def _examples(self):
-        """Examples trained on in this epoch (None without a compiled loss)."""
-        tracker = next((m for m in self.model.metrics if m.name == "loss"), None)
-        count = getattr(tracker, "count", None)
-        return None if count is None else float(keras.ops.convert_to_numpy(count))
+    def _means(self):
+        """{name: (total, count)} of the model's mean metrics in this epoch, the loss included."""
+        means, pending = {}, list(self.model.metrics)
+        while pending:
+            metric = pending.pop()
+            pending.extend(getattr(metric, "metrics", None) or [])  # compiled metric containers
+            total, count = getattr(metric, "total", None), getattr(metric, "count", None)
+            if total is not None and count is not None:
+                means[metric.name] = (float(keras.ops.convert_to_numpy(total)),
+                                      float(keras.ops.convert_to_numpy(count)))
+        return means
 
     def _writer(self, name):
         if name not in self._writers:
@@ -69,14 +77,20 @@ class ScalarSummaries(keras.callbacks.Callback):
     def _write_train_logs(self, logs):
         scalars = {name: float(value) for name, value in logs.items()}
         scalars["learning_rate"] = self._learning_rate()
-        examples, now = self._examples(), time.perf_counter()
-        if examples is not None and self._since is not None and now > self._since[1]:
-            scalars["examples_per_second"] = (examples - self._since[0]) / (now - self._since[1])
-        self._since = (examples, now)
+        means, now = self._means(), time.perf_counter()
+        before, then = self._since or ({}, None)
+        for name, (total, count) in means.items():
+            total_before, count_before = before.get(name, (0.0, 0.0))
+            if name in scalars and count > count_before:
+                scalars[name] = (total - total_before) / (count - count_before)
+        if "loss" in means and then is not None and now > then:
+            examples = means["loss"][1] - before.get("loss", (0.0, 0.0))[1]
+            scalars["examples_per_second"] = examples / (now - then)
+        self._since = (means, now)
         write_scalars(self._writer("train"), self._step(), scalars)
 
     def on_epoch_begin(self, epoch, logs=None):
-        self._since = (0.0, time.perf_counter())  # fit has just reset the loss' mean
+        self._since = ({}, time.perf_counter())  # fit has just reset the means
 
     def on_train_batch_end(self, batch, logs=None):
         self._last_logs = logs

@@ -22,14 +22,32 @@ class TickingClock:
         return self.now
 
 
-def fit(log_dir, num_examples, batch_size, every_n_steps):
+def fit(log_dir, num_examples, batch_size, every_n_steps, learning_rate=0.1):
+    """The model and features of a one-epoch fit of a linear model to the features' first
+    column, logged by `ScalarSummaries`."""
     keras.utils.set_random_seed(1)
     model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
-    model.compile(optimizer=keras.optimizers.SGD(0.1), loss="mse")
+    model.compile(optimizer=keras.optimizers.SGD(learning_rate), loss="mse")
     features = np.random.default_rng(0).normal(size=(num_examples, 3)).astype("float32")
     dataset = tf.data.Dataset.from_tensor_slices((features, features[:, :1])).batch(batch_size)
     model.fit(dataset, epochs=1, verbose=0, shuffle=False,
               callbacks=[summaries.ScalarSummaries(str(log_dir), every_n_steps=every_n_steps)])
+    return model, features
+
+
+def test_each_write_holds_the_mean_loss_of_its_own_steps(tmp_path):
+    # Learning rate 0: the weights stay as initialised, so every example's loss is known.
+    # Keras' logs are means since the epoch's start; the curve must show each stretch's own.
+    model, features = fit(tmp_path, num_examples=38, batch_size=4, every_n_steps=4,
+                          learning_rate=0.0)
+    kernel, bias = (weight.numpy() for weight in model.layers[0].weights)
+    squared_errors = ((features @ kernel + bias)[:, 0] - features[:, 0]) ** 2
+    losses = [(event.step, event.value) for event in read_scalars(str(tmp_path / "train"))["loss"]]
+    expected = [(4, squared_errors[:16].mean()), (8, squared_errors[16:32].mean()),
+                (10, squared_errors[32:].mean())]
+    assert [step for step, _ in losses] == [step for step, _ in expected]
+    np.testing.assert_allclose([value for _, value in losses],
+                               [value for _, value in expected], rtol=1e-5)
 
 
 def test_examples_per_second_counts_the_examples_of_each_stretch(tmp_path, monkeypatch):
