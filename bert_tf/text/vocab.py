@@ -7,7 +7,7 @@ import os
 import tensorflow as tf
 from tensorflow_text.tools.wordpiece_vocab import wordpiece_tokenizer_learner_lib
 
-from bert_tf.file_io import open_file
+from bert_tf.file_io import makedirs, open_file
 from bert_tf.text.basic_tokenizer import BasicTokenizer
 
 # The tokens BERT's inputs are built with; build_vocab puts them first, in this order, so that
@@ -50,11 +50,12 @@ def load_vocab(path):
 
 
 def save_vocab(tokens, path):
-    """Writes `tokens` to `path`, one per line (UTF-8), creating its directory if needed."""
+    """Writes `tokens` to `path` (local or remote), one per line (UTF-8), creating its directory
+    if needed."""
     if os.path.dirname(path):
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, "w", encoding="utf-8", newline="\n") as f:
-        f.writelines(token + "\n" for token in tokens)
+        makedirs(os.path.dirname(path))
+    with open_file(path, "wb") as f:  # bytes: "\n" line ends on every platform
+        f.write("".join(token + "\n" for token in tokens).encode("utf-8"))
 
 
 def count_words(lines, lower_case, batch_size=4096):
