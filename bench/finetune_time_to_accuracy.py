@@ -9,7 +9,7 @@ Each system runs as its own command, back to back in one run (same load): ours i
 Python, the peers through `bench/finetune_peer.py` in their venvs (`bash bench/setup_envs.sh`),
 each in its best documented CPU setting:
 - bert_tf: `--mixed_precision=bfloat16` (for CPUs with AVX512-BF16/AMX), length-bucketed
-  batches padded to their longest example (rounded up to 16);
+  batches padded to their longest example (rounded up to 4; evaluation to 16);
 - transformers: `Trainer(use_cpu=True, bf16=True)`, `DataCollatorWithPadding`, batches grouped
   by length;
 - keras_hub: `mixed_bfloat16`, examples padded to `--max_seq_length` (no dynamic padding).
@@ -64,7 +64,7 @@ flags.DEFINE_float("target_ratio", 2 / 3, "Goal: bert_tf's wall time at most thi
                    "transformers'...")
 flags.DEFINE_float("accuracy_tolerance", 0.5, "...at an accuracy within this many points.")
 
-SETTINGS = {"bert_tf": "bfloat16, length buckets, padded to the longest (multiple of 16)",
+SETTINGS = {"bert_tf": "bfloat16, length buckets, padded to the longest (multiple of 4; dev set 16)",
             "transformers": "Trainer bf16 autocast, DataCollatorWithPadding, group_by_length",
             "keras_hub": "mixed_bfloat16, padded to max_seq_length"}
 

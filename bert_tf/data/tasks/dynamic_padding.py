@@ -4,7 +4,7 @@ Fine-tuning texts are mostly short (an SST-2 sentence is ~13 word pieces), but e
 packed to `max_seq_length`. Attention costs grow with the padded length, so every batch is cut
 back to its longest example (`trim_padding`), and training batches group examples of similar
 length (`bucketed_batches`). Lengths are rounded up to a multiple of `pad_to_multiple_of` so
-that an XLA-compiled step sees a handful of shapes, not one per length.
+that a step sees a handful of shapes, not one per length.
 
 Both work on `(features, labels)` or `(features, labels, sample_weights)` elements whose
 `features` hold `input_mask` (`[seq]`, or `[choices, seq]` for multiple choice); every tensor
@@ -19,6 +19,13 @@ Example:
 import tensorflow as tf
 
 DEFAULT_MULTIPLE = 16
+# Training buckets are narrower: each shape is traced once and then runs thousands of steps.
+# SST-2's training phrases are short (10 word pieces at the median), so rounding to 16 computed
+# 1.44 M tokens per epoch against 0.99 M at 4 (0.94 M for Hugging Face's exact padding with
+# group_by_length). Measured, real MiniLM, bfloat16, batch 32, 300 steps, idle AMD EPYC
+# (avx512_bf16, no AMX): 0.247 s per step at 16, 0.182 at 4. Evaluation keeps 16: it runs each
+# shape a few times, and each new one costs a trace (dev set at 4: 32 s instead of 7).
+TRAINING_MULTIPLE = 4
 
 
 def _rounded_length(length, max_seq_length, multiple):
@@ -47,7 +54,7 @@ def _longest_example(features):
     return tf.reduce_max(tf.reduce_sum(tf.cast(features["input_mask"], tf.int32), axis=-1))
 
 
-def bucketed_batches(dataset, batch_size, max_seq_length, pad_to_multiple_of=DEFAULT_MULTIPLE,
+def bucketed_batches(dataset, batch_size, max_seq_length, pad_to_multiple_of=TRAINING_MULTIPLE,
                      drop_remainder=False):
     """Training batches of examples of similar length, each trimmed to its longest example.
 

@@ -3,6 +3,7 @@
 import numpy as np
 import tensorflow as tf
 
+from bert_tf.data.tasks.dynamic_padding import TRAINING_MULTIPLE
 from bert_tf.data.tasks.training_batches import training_batches_fn
 
 NUM_EXAMPLES, BATCH, SEQ = 24, 4, 32
@@ -40,4 +41,5 @@ def test_prepare_runs_on_each_example_and_batches_are_trimmed():
     for features, label in dataset_fn(0).take(6):
         assert label.numpy().tolist() and all(value % 10 == 0 for value in label.numpy())
         longest = int(features["input_mask"].numpy().sum(axis=1).max())
-        assert features["input_word_ids"].shape[1] == -(-longest // 16) * 16   # multiple of 16
+        multiple = TRAINING_MULTIPLE
+        assert features["input_word_ids"].shape[1] == -(-longest // multiple) * multiple
