@@ -93,7 +93,10 @@ class OurEncoders:
         feed = {k: tf.constant(v) for k, v in inputs.items()}
         fetched = (("pooled_output", "sequence_output") if FLAGS.fetch_sequence_output
                    else ("pooled_output",))
-        forward = tf.function(lambda x: [encoder(x, training=False)[k] for k in fetched],
+        # One encoder call, then its outputs (a comprehension over `encoder(x)[k]` would run
+        # the encoder once per fetched output).
+        forward = tf.function(lambda x: [outputs[k] for outputs in [encoder(x, training=False)]
+                                         for k in fetched],
                               jit_compile=(mode == "xla"))
         forward(feed)  # trace, compile, create oneDNN primitives
         return (stopwatch(lambda: [t.numpy() for t in forward(feed)]),
