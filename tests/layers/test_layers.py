@@ -88,6 +88,23 @@ def test_attention_and_its_gradients_equal_the_textbook_formulation(jit_compile)
         np.testing.assert_allclose(a, b, atol=1e-5, err_msg=variable)
 
 
+@pytest.mark.parametrize("training", [False, True])
+@pytest.mark.parametrize("batch", [1, 4])
+@pytest.mark.parametrize("dynamic_shapes", [False, True])
+def test_attention_projection_layouts_agree(batch, dynamic_shapes, training):
+    # Inference projects to heads by whichever layout copies less: 1 x 5 rows is fewer than
+    # the 12 hidden units (2-D matmul, activations reordered), 4 x 5 more (kernel reordered);
+    # with unknown shapes the choice is a tf.cond. Training always takes the head-major form.
+    layer = BertSelfAttention(hidden_size=12, num_heads=3)
+    x = tf.random.normal([batch, 5, 12], seed=3)
+    mask = tf.constant([[1, 1, 1, 0, 0]] * batch)
+    signature = ([tf.TensorSpec([None, None, 12]), tf.TensorSpec([None, None], tf.int32)]
+                 if dynamic_shapes else None)
+    attend = tf.function(lambda x, mask: layer(x, mask, training=training),
+                         input_signature=signature)
+    np.testing.assert_allclose(attend(x, mask), _textbook_attention(layer, x, mask), atol=1e-5)
+
+
 def test_embeddings_reject_sequences_longer_than_the_position_table():
     layer = BertEmbeddings(vocab_size=10, hidden_size=8, max_position_embeddings=4)
     ids = tf.zeros([1, 5], tf.int32)
