@@ -1,10 +1,10 @@
 """Encoder forward throughput of bert_tf against keras-hub and Hugging Face transformers, with MFU.
 
 One run measures, interleaved round by round so that every system sees the same machine load:
-  * bert_tf's `BertEncoder` in this process (float32 and `mixed_bfloat16`; a `tf.function`
-    without ("plain") and with XLA),
+  * bert_tf's `BertEncoder` in this process (a `tf.function` without ("plain") and with XLA;
+    "frozen": with its weights as graph constants, as the task exports serve it),
   * keras-hub's `BertBackbone` (TF 2.20, `bench/.venvs/keras_hub`, same modes and dtypes),
-  * transformers' `BertModel` (PyTorch CPU eager, `bench/.venvs/torch`; bfloat16 = autocast),
+  * transformers' `BertModel` (PyTorch CPU eager, `bench/.venvs/torch`),
   * a large square matmul in this process, float32 and bfloat16, plain and XLA: the best of
     these is the machine's measured peak, the denominator of MFU.
 Peers run in their own venvs as long-lived `bench/peer_worker.py` subprocesses (build
@@ -15,6 +15,12 @@ random weights of the named config's shape: speed does not depend on the weight 
 FLOPs count the encoder layers' matmuls (2 per multiply-add); embeddings, LayerNorm, softmax
 and the pooler are left out, so MFU is "useful matmul work / measured matmul peak".
 bfloat16 rows also give the cosine of pooled_output against the same system's float32 model.
+
+dtypes (`DTYPES`): `float32`; `bfloat16`, mixed precision (float32 weights cast to bfloat16 on
+each use: Keras' `mixed_bfloat16` policy, transformers' `torch.autocast`); `bfloat16_weights`,
+the float32 weights stored once as bfloat16 for inference (Keras' `bfloat16` policy,
+`model.to(torch.bfloat16)`). bert_tf keeps LayerNorm, softmax and the residual stream float32
+under both bfloat16 dtypes.
 
 Example (full run, then a quick one):
     .venv/bin/python bench/encoder_throughput.py
@@ -36,17 +42,22 @@ from benchmarking import (MATMUL_PASSES, PEER_PYTHON, Peer, config_by_name,  # n
                           matmul_timer, stopwatch)
 
 from bert_tf import BertEncoder  # noqa: E402
+from bert_tf.export.frozen_model import FrozenModel  # noqa: E402
 
 SYSTEMS = ("bert_tf", "keras_hub", "transformers")
+# The Keras dtype policy of each dtype; the matmul peak of both bfloat16 dtypes is bfloat16's.
+DTYPES = {"float32": "float32", "bfloat16": "mixed_bfloat16", "bfloat16_weights": "bfloat16"}
 
 FLAGS = flags.FLAGS
 flags.DEFINE_list("configs", ["bert_base", "minilm"],
                   "`minilm` (L6 H384 A12 I1536) or names of official_configs/*.json.")
-flags.DEFINE_list("dtypes", ["float32", "bfloat16"], "float32 and/or bfloat16 (mixed precision).")
+flags.DEFINE_list("dtypes", ["float32", "bfloat16"],
+                  f"Any of {', '.join(DTYPES)} (see the module docstring).")
 flags.DEFINE_list("systems", list(SYSTEMS), "Which of bert_tf, keras_hub, transformers to run.")
 flags.DEFINE_list("modes", ["plain", "xla"],
-                  "TensorFlow execution: plain tf.function and/or XLA (jit_compile). "
-                  "transformers always runs eager.")
+                  "TensorFlow execution: plain tf.function, XLA (jit_compile) and/or frozen (a "
+                  "tf.function with the weights as graph constants, as bert_tf's task exports "
+                  "serve them). transformers always runs eager.")
 flags.DEFINE_integer("batch_size", 32, "Sequences per forward pass.")
 flags.DEFINE_integer("seq_length", 128, "Tokens per sequence.")
 flags.DEFINE_integer("rounds", 3, "Interleaved rounds; every measurement is the best over all.")
@@ -70,6 +81,11 @@ def make_inputs(config, batch_size, seq_length, seed=0):
             "input_type_ids": type_ids.astype(np.int32)}
 
 
+def matmul_dtype(dtype):
+    """The dtype the matmuls of a `DTYPES` entry run in."""
+    return "float32" if dtype == "float32" else "bfloat16"
+
+
 def min_cosine(a, b):
     """The smallest per-row cosine similarity of two [batch, hidden] arrays."""
     a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
@@ -86,18 +102,21 @@ class OurEncoders:
         if config_name not in self.float32_encoders:
             self.float32_encoders[config_name] = BertEncoder(config_by_name(config_name))
         encoder = self.float32_encoders[config_name]
-        if dtype == "bfloat16":
+        if dtype != "float32":
             reference = encoder
-            encoder = BertEncoder(reference.config, dtype="mixed_bfloat16")
+            encoder = BertEncoder(reference.config, dtype=DTYPES[dtype])
             encoder.set_weights(reference.get_weights())
         feed = {k: tf.constant(v) for k, v in inputs.items()}
         fetched = (("pooled_output", "sequence_output") if FLAGS.fetch_sequence_output
                    else ("pooled_output",))
         # One encoder call, then its outputs (a comprehension over `encoder(x)[k]` would run
         # the encoder once per fetched output).
-        forward = tf.function(lambda x: [outputs[k] for outputs in [encoder(x, training=False)]
-                                         for k in fetched],
-                              jit_compile=(mode == "xla"))
+        fetch = lambda x, training=False: [  # noqa: E731
+            outputs[k] for outputs in [encoder(x, training=training)] for k in fetched]
+        if mode == "frozen":  # the weights as constants, as the task exports serve them
+            forward = tf.function(FrozenModel(fetch, rank=2))
+        else:
+            forward = tf.function(fetch, jit_compile=(mode == "xla"))
         forward(feed)  # trace, compile, create oneDNN primitives
         return (stopwatch(lambda: [t.numpy() for t in forward(feed)]),
                 forward(feed)[0].numpy())
@@ -120,6 +139,9 @@ def run_benchmark():
     unknown = set(FLAGS.systems) - set(SYSTEMS)
     if unknown:
         raise app.UsageError(f"--systems: unknown {sorted(unknown)}; known: {SYSTEMS}")
+    unknown = set(FLAGS.dtypes) - set(DTYPES)
+    if unknown:
+        raise app.UsageError(f"--dtypes: unknown {sorted(unknown)}; known: {list(DTYPES)}")
     if FLAGS.intra_op_threads:
         tf.config.threading.set_intra_op_parallelism_threads(FLAGS.intra_op_threads)
     if FLAGS.inter_op_threads:
@@ -139,7 +161,7 @@ def run_benchmark():
     versions.update({s: r.versions for s, r in runners.items() if isinstance(r, Peer)})
 
     rows, timers = [], {}
-    for dtype in FLAGS.dtypes:
+    for dtype in sorted({matmul_dtype(d) for d in FLAGS.dtypes}):
         for mode in FLAGS.modes:
             row = dict(system="matmul", config=f"{FLAGS.matmul_size}^3", dtype=dtype, mode=mode,
                        flops=2 * FLAGS.matmul_size ** 3, best=float("inf"))
@@ -188,7 +210,8 @@ def summarise(rows):
     for row in rows:
         if "gflops" in row and row["system"] != "matmul":
             row["seq_per_s"] = FLAGS.batch_size / row["best"]
-            row["mfu"] = row["gflops"] / peak[row["dtype"]] if row["dtype"] in peak else None
+            row["mfu"] = peak.get(matmul_dtype(row["dtype"]))
+            row["mfu"] = row["gflops"] / row["mfu"] if row["mfu"] else None
             key = (row["system"], row["config"], row["dtype"])
             best_of[key] = max(best_of.get(key, 0.0), row["seq_per_s"])
     float32_pooled = {}
@@ -234,6 +257,7 @@ def format_targets(rows, best_of):
     for config_name in FLAGS.configs:
         ours32 = best_of.get(("bert_tf", config_name, "float32"))
         ours16 = best_of.get(("bert_tf", config_name, "bfloat16"))
+        ours16_weights = best_of.get(("bert_tf", config_name, "bfloat16_weights"))
         checks = [
             ("float32 >= 1.1x keras-hub", ours32,
              best_of.get(("keras_hub", config_name, "float32")), 1.1),
@@ -243,6 +267,8 @@ def format_targets(rows, best_of):
             ("bfloat16 >= 1.2x keras-hub mixed_bfloat16", ours16,
              best_of.get(("keras_hub", config_name, "bfloat16")), 1.2),
             ("bfloat16 >= 1.0x transformers bf16 autocast", ours16,
+             best_of.get(("transformers", config_name, "bfloat16")), 1.0),
+            ("bfloat16_weights >= 1.0x transformers bf16 autocast", ours16_weights,
              best_of.get(("transformers", config_name, "bfloat16")), 1.0)]
         for label, value, reference, target in checks:
             if value and reference:

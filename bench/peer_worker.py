@@ -10,9 +10,10 @@ models built between requests, so the benchmark can interleave short timed runs 
 Only the standard library, numpy and the peer's own framework are imported here.
 
 Requests (one JSON object per line) and answers (one JSON line on stdout each):
-    {"op": "prepare", "key": K, "config": {...}, "dtype": "float32"|"bfloat16", "mode": M,
+    {"op": "prepare", "key": K, "config": {...}, "dtype": "float32"|"bfloat16"|"bfloat16_weights",
+     "mode": M,
      "inputs": {"input_word_ids": [[...]], "input_mask": ..., "input_type_ids": ...}}
-        -> {"key": K, "pooled_output": [[...]]}   builds the model (bfloat16 models share the
+        -> {"key": K, "pooled_output": [[...]]}   builds the model (bfloat16 models copy the
                                                    float32 model's weights), warms it up
     {"op": "prepare", "task": "pretraining", "key": K, "config": {...}, "mode": M,
      "inputs": {... the three above, "masked_lm_positions", "masked_lm_ids",
@@ -21,14 +22,16 @@ Requests (one JSON object per line) and answers (one JSON line on stdout each):
                                                    (keras-hub only), runs it once
     {"op": "time", "key": K, "iters": N}  ->  {"key": K, "seconds": [t1, ..., tN]}
     {"op": "exit"}
-`config` holds `bert_config.json` fields; `mode` is "plain" or "xla" for keras-hub (a
-`tf.function` without or with `jit_compile`) and "eager" for transformers.
+`config` holds `bert_config.json` fields; `mode` is "plain", "xla" or "frozen" for keras-hub (a
+`tf.function` without or with `jit_compile`, or with the weights as graph constants) and
+"eager" for transformers.
 
 Example (what the benchmark does):
     bench/.venvs/torch/bin/python bench/peer_worker.py --system=transformers --intra_op_threads=2
 """
 
 import argparse
+import copy
 import json
 import os
 import sys
@@ -39,7 +42,10 @@ import numpy as np
 
 class KerasHubPeer:
     """keras-hub `BertBackbone`; bfloat16 is Keras' `mixed_bfloat16` policy, as keras-hub
-    recommends for CPU/TPU inference."""
+    recommends for CPU/TPU inference, bfloat16_weights the `bfloat16` policy."""
+
+    POLICIES = {"float32": "float32", "bfloat16": "mixed_bfloat16",
+                "bfloat16_weights": "bfloat16"}
 
     def __init__(self, intra_op_threads, inter_op_threads):
         os.environ.setdefault("KERAS_BACKEND", "tensorflow")
@@ -60,15 +66,14 @@ class KerasHubPeer:
             num_heads=config["num_attention_heads"], hidden_dim=config["hidden_size"],
             intermediate_dim=config["intermediate_size"], dropout=config["hidden_dropout_prob"],
             max_sequence_length=config["max_position_embeddings"],
-            num_segments=config["type_vocab_size"],
-            dtype="mixed_bfloat16" if dtype == "bfloat16" else "float32")
+            num_segments=config["type_vocab_size"], dtype=self.POLICIES[dtype])
 
     def build(self, config, dtype, mode, inputs):
         config_key = json.dumps(config, sort_keys=True)
         if config_key not in self.float32_backbones:
             self.float32_backbones[config_key] = self._backbone(config, "float32")
         backbone = self.float32_backbones[config_key]
-        if dtype == "bfloat16":
+        if dtype != "float32":
             reference = backbone
             backbone = self._backbone(config, dtype)
             backbone.set_weights(reference.get_weights())
@@ -77,6 +82,12 @@ class KerasHubPeer:
                 "padding_mask": self.tf.constant(inputs["input_mask"], self.tf.int32)}
         forward = self.tf.function(lambda x: backbone(x, training=False)["pooled_output"],
                                    jit_compile=(mode == "xla"))
+        if mode == "frozen":  # the weights as graph constants (TensorFlow's freezing utility)
+            from tensorflow.python.framework.convert_to_constants import (
+                convert_variables_to_constants_v2)
+            frozen = convert_variables_to_constants_v2(forward.get_concrete_function(feed))
+            flat = self.tf.nest.flatten(feed)
+            forward = self.tf.function(lambda _: frozen(*flat)[0])
         return lambda: np.asarray(self.tf.cast(forward(feed), self.tf.float32))
 
     def build_pretraining(self, config, mode, inputs, learning_rate, dtype="float32"):
@@ -107,7 +118,8 @@ class KerasHubPeer:
 
 class TransformersPeer:
     """Hugging Face `BertModel` in PyTorch eager mode; bfloat16 is `torch.autocast`, the way
-    Hugging Face documents mixed-precision CPU inference."""
+    Hugging Face documents mixed-precision CPU inference, bfloat16_weights a bfloat16 copy of
+    the model (`model.to(torch.bfloat16)`)."""
 
     def __init__(self, intra_op_threads, inter_op_threads):
         import torch
@@ -131,6 +143,8 @@ class TransformersPeer:
             hf_config = self.transformers.BertConfig(**config)
             self.float32_models[config_key] = self.transformers.BertModel(hf_config).eval()
         model = self.float32_models[config_key]
+        if dtype == "bfloat16_weights":
+            model = copy.deepcopy(model).to(torch.bfloat16)
         feed = {"input_ids": torch.tensor(inputs["input_word_ids"], dtype=torch.long),
                 "attention_mask": torch.tensor(inputs["input_mask"], dtype=torch.long),
                 "token_type_ids": torch.tensor(inputs["input_type_ids"], dtype=torch.long)}

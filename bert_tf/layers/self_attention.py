@@ -58,14 +58,13 @@ class BertSelfAttention(keras.layers.Layer):
         kernel copies dominate: 17.7 of BERT-base's 176 ms op time at batch 1 x 128 were
         those transposes.
 
-        Training always runs the head-major form: its written-out gradient
-        (`_heads_projection`) is what makes the backward pass fast, and training batches
-        have many rows.
+        Training always runs the head-major form with its written-out gradient
+        (`_trained_heads_projection`): training batches have many rows.
         """
         kernel = tf.cast(dense.kernel, self.compute_dtype)
         bias = tf.cast(dense.bias, self.compute_dtype)
         if training:
-            return self._heads_projection(inputs, kernel, bias)
+            return self._trained_heads_projection(inputs, kernel, bias)
         rows = tf.shape(inputs)[0] * tf.shape(inputs)[1]
         few_rows = tf.get_static_value(rows < self.hidden_size)
         if few_rows is not None:  # shapes known when tracing: decide now
@@ -87,21 +86,21 @@ class BertSelfAttention(keras.layers.Layer):
     def _heads_projection(self, inputs, kernel, bias):
         """`inputs [batch, seq, hidden] @ kernel + bias` as `[batch, heads, seq, head_size]`:
         the kernel viewed as `[heads, hidden, head_size]` and multiplied with the inputs in one
-        broadcasting batched matmul, which writes the head-major layout directly.
+        broadcasting batched matmul, which writes the head-major layout directly."""
+        by_head = tf.transpose(tf.reshape(kernel, [self.hidden_size, self.num_heads,
+                                                   self.head_size]), [1, 0, 2])
+        return (tf.matmul(inputs[:, tf.newaxis], by_head)
+                + tf.reshape(bias, [self.num_heads, 1, self.head_size]))
 
-        The gradient is written out as 2-D matmuls: TensorFlow's own gradient of the
-        broadcasting matmul materialises one kernel gradient per sequence and one input
-        gradient per head before summing them (on BERT-base, batch 32, the attention's forward
-        and backward pass together take ~30% less time with this one).
-        """
-        heads, head_size, hidden = self.num_heads, self.head_size, self.hidden_size
+    def _trained_heads_projection(self, inputs, kernel, bias):
+        """`_heads_projection` with its gradient written out as 2-D matmuls: TensorFlow's own
+        gradient of the broadcasting matmul materialises one kernel gradient per sequence and
+        one input gradient per head before summing them (on BERT-base, batch 32, the
+        attention's forward and backward pass together take ~30% less time with this one)."""
+        hidden = self.hidden_size
 
         @tf.custom_gradient
         def projection(inputs, kernel, bias):
-            by_head = tf.transpose(tf.reshape(kernel, [hidden, heads, head_size]), [1, 0, 2])
-            outputs = (tf.matmul(inputs[:, tf.newaxis], by_head)
-                       + tf.reshape(bias, [heads, 1, head_size]))
-
             def gradient(upstream):
                 # [batch, heads, seq, head_size] -> [batch * seq, hidden], the 2-D layout of
                 # a plain dense layer's output gradient.
@@ -110,7 +109,7 @@ class BertSelfAttention(keras.layers.Layer):
                 return (tf.reshape(tf.matmul(rows, kernel, transpose_b=True), tf.shape(inputs)),
                         tf.matmul(flat_inputs, rows, transpose_a=True),
                         tf.reduce_sum(rows, axis=0))
-            return outputs, gradient
+            return self._heads_projection(inputs, kernel, bias), gradient
 
         return projection(inputs, kernel, bias)
 

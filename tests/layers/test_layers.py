@@ -80,7 +80,8 @@ def test_attention_and_its_gradients_equal_the_textbook_formulation(jit_compile)
             objective = tf.reduce_sum(outputs * weights)
         return outputs, tape.gradient(objective, [x] + layer.trainable_variables)
 
-    ours = outputs_and_gradients(lambda x: layer(x, mask))
+    # training=True: the path with the written-out gradient (dropout rate 0).
+    ours = outputs_and_gradients(lambda x: layer(x, mask, training=True))
     textbook = outputs_and_gradients(lambda x: _textbook_attention(layer, x, mask))
     np.testing.assert_allclose(ours[0], textbook[0], atol=1e-5)
     for variable, a, b in zip(["inputs"] + [v.path for v in layer.trainable_variables],
