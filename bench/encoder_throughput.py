@@ -1,8 +1,7 @@
 """Encoder forward throughput of bert_tf against keras-hub and Hugging Face transformers, with MFU.
 
 One run measures, interleaved round by round so that every system sees the same machine load:
-  * bert_tf's `BertEncoder` in this process (a `tf.function` without ("plain") and with XLA;
-    "frozen": with its weights as graph constants, as the task exports serve it),
+  * bert_tf's `BertEncoder` in this process (a `tf.function` without ("plain") and with XLA),
   * keras-hub's `BertBackbone` (TF 2.20, `bench/.venvs/keras_hub`, same modes and dtypes),
   * transformers' `BertModel` (PyTorch CPU eager, `bench/.venvs/torch`),
   * a large square matmul in this process, float32 and bfloat16, plain and XLA: the best of
@@ -42,7 +41,6 @@ from benchmarking import (MATMUL_PASSES, PEER_PYTHON, Peer, config_by_name,  # n
                           matmul_timer, stopwatch)
 
 from bert_tf import BertEncoder  # noqa: E402
-from bert_tf.export.frozen_model import FrozenModel  # noqa: E402
 
 SYSTEMS = ("bert_tf", "keras_hub", "transformers")
 # The Keras dtype policy of each dtype; the matmul peak of both bfloat16 dtypes is bfloat16's.
@@ -55,9 +53,8 @@ flags.DEFINE_list("dtypes", ["float32", "bfloat16"],
                   f"Any of {', '.join(DTYPES)} (see the module docstring).")
 flags.DEFINE_list("systems", list(SYSTEMS), "Which of bert_tf, keras_hub, transformers to run.")
 flags.DEFINE_list("modes", ["plain", "xla"],
-                  "TensorFlow execution: plain tf.function, XLA (jit_compile) and/or frozen (a "
-                  "tf.function with the weights as graph constants, as bert_tf's task exports "
-                  "serve them). transformers always runs eager.")
+                  "TensorFlow execution: plain tf.function and/or XLA (jit_compile). "
+                  "transformers always runs eager.")
 flags.DEFINE_integer("batch_size", 32, "Sequences per forward pass.")
 flags.DEFINE_integer("seq_length", 128, "Tokens per sequence.")
 flags.DEFINE_integer("rounds", 3, "Interleaved rounds; every measurement is the best over all.")
@@ -111,12 +108,9 @@ class OurEncoders:
                    else ("pooled_output",))
         # One encoder call, then its outputs (a comprehension over `encoder(x)[k]` would run
         # the encoder once per fetched output).
-        fetch = lambda x, training=False: [  # noqa: E731
-            outputs[k] for outputs in [encoder(x, training=training)] for k in fetched]
-        if mode == "frozen":  # the weights as constants, as the task exports serve them
-            forward = tf.function(FrozenModel(fetch, rank=2))
-        else:
-            forward = tf.function(fetch, jit_compile=(mode == "xla"))
+        forward = tf.function(lambda x: [outputs[k] for outputs in [encoder(x, training=False)]
+                                         for k in fetched],
+                              jit_compile=(mode == "xla"))
         forward(feed)  # trace, compile, create oneDNN primitives
         return (stopwatch(lambda: [t.numpy() for t in forward(feed)]),
                 forward(feed)[0].numpy())

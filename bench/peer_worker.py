@@ -22,9 +22,8 @@ Requests (one JSON object per line) and answers (one JSON line on stdout each):
                                                    (keras-hub only), runs it once
     {"op": "time", "key": K, "iters": N}  ->  {"key": K, "seconds": [t1, ..., tN]}
     {"op": "exit"}
-`config` holds `bert_config.json` fields; `mode` is "plain", "xla" or "frozen" for keras-hub (a
-`tf.function` without or with `jit_compile`, or with the weights as graph constants) and
-"eager" for transformers.
+`config` holds `bert_config.json` fields; `mode` is "plain" or "xla" for keras-hub (a
+`tf.function` without or with `jit_compile`) and "eager" for transformers.
 
 Example (what the benchmark does):
     bench/.venvs/torch/bin/python bench/peer_worker.py --system=transformers --intra_op_threads=2
@@ -82,12 +81,6 @@ class KerasHubPeer:
                 "padding_mask": self.tf.constant(inputs["input_mask"], self.tf.int32)}
         forward = self.tf.function(lambda x: backbone(x, training=False)["pooled_output"],
                                    jit_compile=(mode == "xla"))
-        if mode == "frozen":  # the weights as graph constants (TensorFlow's freezing utility)
-            from tensorflow.python.framework.convert_to_constants import (
-                convert_variables_to_constants_v2)
-            frozen = convert_variables_to_constants_v2(forward.get_concrete_function(feed))
-            flat = self.tf.nest.flatten(feed)
-            forward = self.tf.function(lambda _: frozen(*flat)[0])
         return lambda: np.asarray(self.tf.cast(forward(feed), self.tf.float32))
 
     def build_pretraining(self, config, mode, inputs, learning_rate, dtype="float32"):

@@ -32,10 +32,6 @@ to 25 tokens at the median, so a request of one runs the encoder on 32 columns i
 (offsets -1 after `[SEP]`) their logits are 0, whatever the batch. SQuAD keeps `seq_length`:
 its answers come from windows of that length.
 
-The weights are constants of the serving graph (`FrozenModel`): oneDNN then keeps their
-reordered layout between requests (BERT-base at batch 1: 127 -> 107 ms in float32); models
-whose weights exceed a GraphDef's size keep them as variables.
-
 Example:
     >>> export_task_model("/models/sst2/1", "classifier", classifier, "vocab.txt",
     ...                   do_lower_case=True, seq_length=128, label_names=["negative", "positive"])
@@ -47,7 +43,6 @@ Example:
 import tensorflow as tf
 
 from bert_tf.export import example_signatures
-from bert_tf.export.frozen_model import MAX_FROZEN_WEIGHT_BYTES, FrozenModel, weight_bytes
 from bert_tf.export.keras_endpoint import keras_endpoint
 from bert_tf.export.serving_layout import make_world_readable
 from bert_tf.export.text_inputs import DEFAULT_PAD_TO_MULTIPLE_OF, RawTextPacker
@@ -100,9 +95,8 @@ def best_spans(start_logits, end_logits, candidates, max_answer_length):
 class _ServingFunctions:
     """Builds the signatures of one task model; each `<task>()` returns them as a dict."""
 
-    def __init__(self, model, packer, label_names, text_pairs, max_answer_length, num_classes):
-        self.model = model  # the task model or its FrozenModel
-        self.num_classes = num_classes
+    def __init__(self, model, packer, label_names, text_pairs, max_answer_length):
+        self.model = model
         self.packer = packer
         self.label_names = label_names
         self.text_pairs = text_pairs
@@ -120,13 +114,13 @@ class _ServingFunctions:
             inputs = self.packer.pack(texts)
             inputs = self.packer.trim(inputs, self.packer.trimmed_length(inputs))
             logits = self.model(inputs, training=False)["logits"]
-            if self.num_classes == 1:  # regression (e.g. STS-B): the logit is the score
+            if self.model.num_classes == 1:  # regression (e.g. STS-B): the logit is the score
                 return {"logits": logits, "score": logits[:, 0]}
             return _class_outputs(logits, label_names)
 
         serving_default = self._function(classify_texts, _strings(*names))
         # Classify / Regress call the traced serving_default graph, not the model again.
-        if self.num_classes == 1:
+        if self.model.num_classes == 1:
             return {"serving_default": serving_default, example_signatures.REGRESS:
                     example_signatures.regress_function(serving_default, names)}
         return {"serving_default": serving_default, example_signatures.CLASSIFY:
@@ -193,7 +187,7 @@ class _ServingFunctions:
 def export_task_model(export_dir, task, model, vocab_file, do_lower_case, seq_length=128,
                       text_pairs=False, label_names=None,
                       max_answer_length=DEFAULT_MAX_ANSWER_LENGTH,
-                      pad_to_multiple_of=DEFAULT_PAD_TO_MULTIPLE_OF, freeze_weights=True):
+                      pad_to_multiple_of=DEFAULT_PAD_TO_MULTIPLE_OF):
     """Writes `model` with in-graph preprocessing as a serving SavedModel to `export_dir`.
 
     Args:
@@ -211,8 +205,6 @@ def export_task_model(export_dir, task, model, vocab_file, do_lower_case, seq_le
         pad_to_multiple_of: classifier, ner, multiple_choice: a batch is packed to its longest
             input rounded up to a multiple of this; `seq_length` packs every batch to
             `seq_length`, as squad does.
-        freeze_weights: the weights as constants of the graph (`FrozenModel`; faster), or as
-            variables. Models beyond `MAX_FROZEN_WEIGHT_BYTES` keep variables either way.
     """
     if task not in TASK_MODEL_CLASSES:
         raise ValueError(f"Unknown task {task!r}; expected one of {sorted(TASK_MODEL_CLASSES)}.")
@@ -235,19 +227,16 @@ def export_task_model(export_dir, task, model, vocab_file, do_lower_case, seq_le
                          f"has {num_classes or 'no'} classes.")
 
     packer = RawTextPacker(vocab_file, do_lower_case, seq_length, pad_to_multiple_of)
-    frozen = freeze_weights and weight_bytes(model) <= MAX_FROZEN_WEIGHT_BYTES
-    forward = FrozenModel(model, rank=3 if task == "multiple_choice" else 2) if frozen else model
-    functions = _ServingFunctions(forward, packer, list(label_names), text_pairs,
-                                  max_answer_length, num_classes)
+    functions = _ServingFunctions(model, packer, list(label_names), text_pairs,
+                                  max_answer_length)
     signatures = getattr(functions, task)()
     root = tf.__internal__.tracking.AutoTrackable()
     root.vocab_file = tf.saved_model.Asset(vocab_file)
     root.do_lower_case = tf.Variable(bool(do_lower_case), trainable=False, name="do_lower_case")
     root.seq_length = tf.Variable(seq_length, trainable=False, name="seq_length")
-    if not frozen:
-        # Tracked so that the SavedModel holds every variable the signatures capture (Keras
-        # does not track its dropout RNG states for TensorFlow).
-        root.model_variables = list(model.variables)
+    # Tracked so that the SavedModel holds every variable the signatures capture (Keras does
+    # not track its dropout RNG states for TensorFlow).
+    root.model_variables = list(model.variables)
     root.serving_default = keras_endpoint(signatures["serving_default"])
     tf.saved_model.save(root, export_dir, signatures=signatures)
     example_signatures.set_method_names(export_dir, {

@@ -252,47 +252,6 @@ def test_a_regression_model_gets_the_regress_signature(vocab_file, tmp_path):
     assert "Method name is: tensorflow/serving/regress" in shown.split(f"['{REGRESS}']")[1]
 
 
-def _saved_variables(export_dir):
-    return [name for name, _ in tf.train.list_variables(str(export_dir / "variables" / "variables"))
-            if "OBJECT_GRAPH" not in name]
-
-
-@pytest.mark.parametrize("frozen", [True, False])
-def test_weights_are_constants_unless_too_large(vocab_file, tmp_path, monkeypatch, frozen):
-    # Task exports embed the weights as graph constants (oneDNN caches their reordered form);
-    # a model beyond the GraphDef size limit keeps them as variables (as does
-    # freeze_weights=False). Same outputs either way.
-    import keras
-    from bert_tf import BertEncoder
-    from bert_tf.export import task_export
-    from bert_tf.models.bert_multiple_choice import BertMultipleChoice
-    from tests.export.tiny_models import tiny_config
-
-    if not frozen:
-        monkeypatch.setattr(task_export, "MAX_FROZEN_WEIGHT_BYTES", 0)
-    keras.utils.set_random_seed(5)
-    model = BertMultipleChoice(BertEncoder(tiny_config(num_hidden_layers=1)))
-    export_task_model(str(tmp_path / "swag"), "multiple_choice", model, vocab_file, True,
-                      seq_length=SEQ_LENGTH)
-    if frozen:  # the caller's choice
-        export_task_model(str(tmp_path / "variables"), "multiple_choice", model, vocab_file,
-                          True, seq_length=SEQ_LENGTH, freeze_weights=False)
-        assert len(_saved_variables(tmp_path / "variables")) > 2
-    loaded = tf.saved_model.load(str(tmp_path / "swag"))
-    saved = _saved_variables(tmp_path / "swag")
-    assert (len(saved) == 2) is frozen, saved  # do_lower_case and seq_length
-    feed = {"context": ["A man sits down.", "She opens the door"],
-            "choices": [["He eats.", "He flies away on a cloud"], ["and walks in.", "no."]]}
-    outputs = loaded.signatures["serving_default"](
-        **{name: tf.constant(value) for name, value in feed.items()})
-    preprocessor = BertPreprocessor(vocab_file, lower_case=True, seq_length=SEQ_LENGTH)
-    packed = preprocessor((tf.constant([c for c in feed["context"] for _ in range(2)]),
-                           tf.constant([c for row in feed["choices"] for c in row])))
-    inputs = {key: tf.reshape(value, [2, 2, SEQ_LENGTH]) for key, value in packed.items()}
-    np.testing.assert_allclose(outputs["logits"], model(inputs, training=False)["logits"],
-                               atol=ATOL)
-
-
 def test_classify_names_a_missing_feature(task_exports):
     classify = task_exports["classifier"][1].signatures[CLASSIFY]
     with pytest.raises(tf.errors.InvalidArgumentError, match="text_b"):
