@@ -88,12 +88,18 @@ def test_config_dict_accepted_and_get_config_round_trips(encoder):
     assert clone.config == SMALL and len(clone.weights) == len(encoder.weights)
 
 
-def test_mixed_bfloat16_keeps_layer_norm_and_softmax_float32(encoder):
-    mixed = BertEncoder(SMALL, dtype="mixed_bfloat16")
+@pytest.mark.parametrize("policy", ["mixed_bfloat16", "bfloat16"])
+def test_bfloat16_keeps_layer_norm_and_softmax_float32(encoder, policy):
+    # mixed_bfloat16 casts float32 weights on each use; bfloat16 (for inference) stores them as
+    # bfloat16 once: the matmuls see the same operands, LayerNorm stays float32 either way.
+    mixed = BertEncoder(SMALL, dtype=policy)
     mixed.set_weights(encoder.get_weights())
     block = mixed.transformer_blocks[0]
     assert block.intermediate.compute_dtype == "bfloat16"
+    assert block.intermediate.kernel.dtype == ("float32" if policy == "mixed_bfloat16"
+                                               else "bfloat16")
     assert block.attention_layer_norm.compute_dtype == "float32"
+    assert block.attention_layer_norm.gamma.dtype == "float32"
     assert mixed.embeddings.layer_norm.compute_dtype == "float32"
     inputs = make_inputs(4, 16, seed=7)
     low, full = mixed(inputs), encoder(inputs)
