@@ -3,6 +3,8 @@
 import keras
 import tensorflow as tf
 
+from bert_tf.layers.dropout import BertDropout
+
 
 @keras.saving.register_keras_serializable(package="bert_tf")
 class BertEmbeddings(keras.layers.Layer):
@@ -30,7 +32,7 @@ class BertEmbeddings(keras.layers.Layer):
         # LayerNorm stays float32 under mixed precision (see BertTransformerBlock).
         self.layer_norm = keras.layers.LayerNormalization(
             epsilon=layer_norm_eps, dtype="float32", name="layer_norm")
-        self.dropout = keras.layers.Dropout(dropout_rate, dtype=self.dtype_policy, name="dropout")
+        self.dropout = BertDropout(dropout_rate, dtype=self.dtype_policy, name="dropout")
 
     def build(self, input_shape=None):
         initializer = keras.initializers.TruncatedNormal(stddev=self.initializer_range)

@@ -5,6 +5,8 @@ import math
 import keras
 import tensorflow as tf
 
+from bert_tf.layers.dropout import BertDropout
+
 
 @keras.saving.register_keras_serializable(package="bert_tf")
 class BertSelfAttention(keras.layers.Layer):
@@ -36,7 +38,7 @@ class BertSelfAttention(keras.layers.Layer):
         self.query = keras.layers.Dense(name="query", **dense)
         self.key = keras.layers.Dense(name="key", **dense)
         self.value = keras.layers.Dense(name="value", **dense)
-        self.dropout = keras.layers.Dropout(dropout_rate, dtype=self.dtype_policy, name="dropout")
+        self.dropout = BertDropout(dropout_rate, dtype=self.dtype_policy, name="dropout")
 
     def build(self, input_shape):
         for projection in (self.query, self.key, self.value):

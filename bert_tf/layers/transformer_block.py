@@ -4,6 +4,7 @@ import keras
 import tensorflow as tf
 
 from bert_tf.layers.activations import get_activation, training_activation
+from bert_tf.layers.dropout import BertDropout
 from bert_tf.layers.self_attention import BertSelfAttention
 
 
@@ -54,7 +55,7 @@ class BertTransformerBlock(keras.layers.Layer):
             hidden_size, kernel_initializer=initializer, dtype=policy, name="output_dense")
         self.output_layer_norm = keras.layers.LayerNormalization(
             epsilon=layer_norm_eps, dtype="float32", name="output_layer_norm")
-        self.dropout = keras.layers.Dropout(hidden_dropout_rate, dtype=policy, name="dropout")
+        self.dropout = BertDropout(hidden_dropout_rate, dtype=policy, name="dropout")
         self._activation_fn = get_activation(activation)
         self._training_activation_fn = training_activation(activation, self.compute_dtype)
 

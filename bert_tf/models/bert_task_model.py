@@ -4,6 +4,7 @@ import keras
 import tensorflow as tf
 
 from bert_tf.config import BertConfig
+from bert_tf.layers.dropout import BertDropout
 from bert_tf.models.bert_encoder import INPUT_KEYS
 
 
@@ -50,7 +51,7 @@ class BertTaskModel(keras.Model):
         `hidden_dropout_prob`, what BERT's fine-tuning used."""
         if dropout_rate is None:
             dropout_rate = self.encoder.config.hidden_dropout_prob
-        return keras.layers.Dropout(dropout_rate, dtype="float32", name="head_dropout")
+        return BertDropout(dropout_rate, dtype="float32", name="head_dropout")
 
     def head_dense(self, units, initializer, name):
         """A float32 Dense layer over the encoder's hidden vectors, built now.

@@ -31,7 +31,7 @@ if not hasattr(keras.optimizers.Optimizer, "_all_reduce_sum_gradients"):
 
 
 class FusedAdamW(keras.optimizers.AdamW):
-    """AdamW (decoupled weight decay) with the Adam paper's epsilon, one fused kernel per variable.
+    """AdamW (decoupled weight decay) with the Adam paper's epsilon, one fused loop per variable.
 
     The epsilon is added to the *bias-corrected* `sqrt(v_hat)` (Algorithm 1 of Kingma & Ba; what
     PyTorch's and Hugging Face's AdamW and this package's `Lamb` do), not to the raw `sqrt(v)`
@@ -43,10 +43,15 @@ class FusedAdamW(keras.optimizers.AdamW):
     Hugging Face's initial weights): Keras' form was still at chance after 150 steps, this form
     and PyTorch's solved it by step ~125 along the same loss curve.
 
-    Each update is `ResourceApplyAdam` (the variable and its two moments in one pass, where
-    Keras' element-wise ops make six; bert_mini's update takes 24 ms instead of 44 on two CPU
-    cores), given `epsilon * sqrt(1 - beta_2^t)` so that its `sqrt(v) + epsilon` equals the
-    paper's. Weight decay and clipping stay Keras'.
+    The update is memory-bound (a few flops per element of 4 arrays), so it is written to read
+    and write each array once: per variable, one XLA-compiled loop applies the weight decay and
+    both moments and moves the variable (`_adamw_update`; Keras' element-wise AdamW makes six
+    passes, `ResourceApplyAdam` plus Keras' decay three more). Global-norm clipping sums each
+    gradient's squares in one op (`tf.nn.l2_loss`, no squared copy), and an embedding table's
+    sparse gradient (`tf.IndexedSlices`) is summed per distinct row and made dense once, for the
+    update, instead of once for the norm and once for the scaling. MiniLM's 105 variables (22.7 M
+    weights, half of them the word embeddings) on a 2-vCPU AMD EPYC (avx512_bf16, no AMX), idle:
+    one `apply` 39-42 -> 29-31 ms; `ResourceApplyAdam` alone, without decay or clipping, 16.
 
     Example:
         >>> optimizer = FusedAdamW(learning_rate=1e-4, weight_decay=0.01, epsilon=1e-6)
@@ -57,23 +62,70 @@ class FusedAdamW(keras.optimizers.AdamW):
         if self.amsgrad:
             raise ValueError("FusedAdamW has no amsgrad variant; use keras.optimizers.AdamW")
 
+    def _clip_gradients(self, grads):
+        if not (self.global_clipnorm and self.global_clipnorm > 0):
+            return super()._clip_gradients(grads)
+        grads = [_distinct_rows(g) if isinstance(g, tf.IndexedSlices) else g for g in grads]
+        norm = tf.sqrt(tf.add_n([2 * tf.nn.l2_loss(_values(g)) for g in grads if g is not None]))
+        # As Keras: the norm clipped to global_clipnorm, and NaN everywhere if it is not finite.
+        scale = self.global_clipnorm * tf.minimum(1.0 / norm, 1.0 / self.global_clipnorm)
+        scale += norm - norm
+        return [None if g is None else
+                tf.IndexedSlices(g.values * scale, g.indices, g.dense_shape)
+                if isinstance(g, tf.IndexedSlices) else g * scale for g in grads]
+
+    def _apply_weight_decay(self, variables):
+        """Applied in `update_step`, in the same pass as the update (Keras' order: the decay
+        first, `w -= lr * weight_decay * w`, then the Adam step)."""
+
     def update_step(self, gradient, variable, learning_rate):
         index = self._get_variable_index(variable)
         dtype = variable.dtype
-        step = tf.cast(self.iterations + 1, dtype)
-        beta_1, beta_2 = tf.cast(self.beta_1, dtype), tf.cast(self.beta_2, dtype)
-        beta_2_power = tf.pow(beta_2, step)
-        tf.raw_ops.ResourceApplyAdam(
-            var=variable.handle, m=_handle(self._momentums[index]),
-            v=_handle(self._velocities[index]), beta1_power=tf.pow(beta_1, step),
-            beta2_power=beta_2_power, lr=tf.cast(learning_rate, dtype), beta1=beta_1,
-            beta2=beta_2, epsilon=tf.cast(self.epsilon, dtype) * tf.sqrt(1.0 - beta_2_power),
-            grad=tf.cast(gradient, dtype))
+        learning_rate = tf.cast(learning_rate, dtype)
+        decay = (learning_rate * tf.cast(self.weight_decay, dtype)
+                 if self._use_weight_decay(variable) else tf.zeros((), dtype))
+        # A sparse (embedding) gradient is made dense here, once: Adam moves every row.
+        gradient = tf.cast(tf.convert_to_tensor(gradient), dtype)
+        _adamw_update(_handle(variable), _handle(self._momentums[index]),
+                      _handle(self._velocities[index]), gradient, learning_rate, decay,
+                      tf.cast(self.iterations + 1, dtype), tf.cast(self.beta_1, dtype),
+                      tf.cast(self.beta_2, dtype), tf.cast(self.epsilon, dtype))
+
+
+@tf.function(jit_compile=True)
+def _adamw_update(variable, m, v, gradient, learning_rate, decay, step, beta_1, beta_2, epsilon):
+    """One AdamW step on the variables behind the resource handles `variable`, `m`, `v`: the
+    decay `w *= 1 - decay`, then Adam's step with epsilon on the bias-corrected sqrt(v_hat)."""
+    dtype = gradient.dtype
+    w, m_old, v_old = (tf.raw_ops.ReadVariableOp(resource=handle, dtype=dtype)
+                       for handle in (variable, m, v))
+    m_new = m_old + (gradient - m_old) * (1 - beta_1)
+    v_new = v_old + (gradient * gradient - v_old) * (1 - beta_2)
+    m_hat = m_new / (1 - tf.pow(beta_1, step))
+    v_hat = v_new / (1 - tf.pow(beta_2, step))
+    w_new = w * (1 - decay) - learning_rate * m_hat / (tf.sqrt(v_hat) + epsilon)
+    for handle, value in ((variable, w_new), (m, m_new), (v, v_new)):
+        tf.raw_ops.AssignVariableOp(resource=handle, value=value)
+
+
+def _distinct_rows(gradient):
+    """`gradient` (IndexedSlices) with each row index once, its rows summed: the squares of
+    its values then sum to the squared norm of the dense gradient."""
+    rows, position = tf.unique(gradient.indices)
+    return tf.IndexedSlices(tf.math.unsorted_segment_sum(gradient.values, position,
+                                                         tf.size(rows)),
+                            rows, gradient.dense_shape)
 
 
 def _handle(variable):
     """The resource handle of a Keras (or TensorFlow) variable."""
-    return getattr(variable, "value", variable).handle
+    return (variable.value if isinstance(variable, keras.Variable) else variable).handle
+
+
+def _values(gradient):
+    return gradient.values if isinstance(gradient, tf.IndexedSlices) else gradient
+
+
 
 
 class _SummedByTrainStep:
