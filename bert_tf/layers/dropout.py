@@ -5,8 +5,9 @@ from Philox, compares it with the rate, casts the mask and multiplies twice. Her
 Philox draw serves two elements (its low and high 16 bits, each compared with
 `round(rate * 65536)`) and the mask selects `inputs * scale` directly: half the random numbers
 and no float conversion. Measured on a 2-vCPU AMD EPYC (avx512_bf16, no AMX), idle, TF 2.21,
-`[32, 128, 768]` bfloat16: 10.7 ms -> 5.7 ms per call; in a MiniLM fine-tuning step (batch 32 x
-16 tokens) dropout's random numbers were 15 of 288 ms of op time.
+`[32, 128, 768]` bfloat16: 11.0 ms -> 7.3 ms per call (a uint16 bitcast of the draws would make
+it 5.7, but not every XLA device takes 16-bit integers); in a MiniLM fine-tuning step (batch 32
+x 16 tokens) dropout's random numbers were 15 of 288 ms of op time.
 
 The kept share is `1 - round(rate * 65536) / 65536` (0.1 -> 0.0999985 dropped) and kept values
 are scaled by its inverse, so the expectation is exact. Masks come from the layer's
