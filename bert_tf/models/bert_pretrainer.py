@@ -45,7 +45,10 @@ class BertPretrainer(keras.Model):
         self.masked_lm = MaskedLMHead(
             vocab_size=config.vocab_size, hidden_size=config.hidden_size,
             activation=config.hidden_act, initializer_range=config.initializer_range,
-            layer_norm_eps=config.layer_norm_eps, name="masked_lm")
+            layer_norm_eps=config.layer_norm_eps,
+            # The encoder's compute dtype (a functional Model's own policy stays float32).
+            decoder_dtype=encoder.embeddings.compute_dtype,
+            name="masked_lm")
         self.masked_lm.build()
         self.next_sentence = NextSentenceHead(
             hidden_size=config.hidden_size, initializer_range=config.initializer_range,

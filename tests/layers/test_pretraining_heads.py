@@ -76,3 +76,25 @@ def test_next_sentence_head_keeps_googles_layout():
 def test_unknown_activation_is_named():
     with pytest.raises(ValueError, match="Unknown activation 'gelu2'"):
         MaskedLMHead(vocab_size=5, hidden_size=4, activation="gelu2")
+
+
+def test_masked_lm_decoder_matmul_runs_in_decoder_dtype_and_logits_stay_float32():
+    rng = np.random.default_rng(1)
+    sequence_output = tf.constant(rng.normal(size=(2, 9, 16)), tf.float32)
+    positions = tf.constant([[1, 4, 8], [0, 2, 3]])
+    table = tf.constant(rng.normal(0, 0.5, size=(50, 16)), tf.float32)
+    heads = {dtype: MaskedLMHead(vocab_size=50, hidden_size=16, decoder_dtype=dtype)
+             for dtype in ("float32", "bfloat16")}
+    heads["bfloat16"].build()
+    heads["float32"].build()
+    heads["bfloat16"].set_weights(heads["float32"].get_weights())
+    logits = {dtype: head(sequence_output, positions, table) for dtype, head in heads.items()}
+    assert logits["bfloat16"].dtype == tf.float32
+    # bfloat16 keeps 8 bits of mantissa: the logits agree to its rounding, not to float32's.
+    np.testing.assert_allclose(logits["bfloat16"], logits["float32"], rtol=0.05, atol=0.05)
+    assert not np.array_equal(logits["bfloat16"], logits["float32"])
+    graph = tf.function(heads["bfloat16"]).get_concrete_function(
+        sequence_output, positions, table).graph
+    matmul_dtypes = [op.get_attr("T") for op in graph.get_operations() if op.type == "MatMul"]
+    assert tf.bfloat16 in matmul_dtypes  # the decoder; the transform stays float32
+    assert heads["bfloat16"].get_config()["decoder_dtype"] == "bfloat16"

@@ -105,3 +105,6 @@ def test_heads_stay_float32_under_mixed_precision():
     outputs = model(make_features())
     assert outputs["mlm_logits"].dtype == tf.float32
     assert outputs["next_sentence_logits"].dtype == tf.float32
+    # Only the decoder's matmul follows the encoder (see MaskedLMHead).
+    assert model.masked_lm.decoder_dtype == "bfloat16"
+    assert BertPretrainer(BertEncoder(SMALL)).masked_lm.decoder_dtype == "float32"
