@@ -65,5 +65,6 @@ def main(argv):
     print(f"\n{cpu_description()}\nMiniLM classifier train step, batch {FLAGS.batch_size} x "
           f"{FLAGS.seq_length} tokens, {FLAGS.mixed_precision}, per step: {report}")
 
+
 if __name__ == "__main__":
     app.run(main)

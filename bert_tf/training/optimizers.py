@@ -67,12 +67,9 @@ class FusedAdamW(keras.optimizers.AdamW):
             return super()._clip_gradients(grads)
         grads = [_distinct_rows(g) if isinstance(g, tf.IndexedSlices) else g for g in grads]
         norm = tf.sqrt(tf.add_n([2 * tf.nn.l2_loss(_values(g)) for g in grads if g is not None]))
-        # As Keras: the norm clipped to global_clipnorm, and NaN everywhere if it is not finite.
-        scale = self.global_clipnorm * tf.minimum(1.0 / norm, 1.0 / self.global_clipnorm)
-        scale += norm - norm
-        return [None if g is None else
-                tf.IndexedSlices(g.values * scale, g.indices, g.dense_shape)
-                if isinstance(g, tf.IndexedSlices) else g * scale for g in grads]
+        # TensorFlow's clipping with our norm: Keras' rule (the norm clipped to
+        # global_clipnorm, NaN everywhere if it is not finite), sparse gradients scaled as rows.
+        return tf.clip_by_global_norm(grads, self.global_clipnorm, use_norm=norm)[0]
 
     def _apply_weight_decay(self, variables):
         """Applied in `update_step`, in the same pass as the update (Keras' order: the decay
@@ -124,8 +121,6 @@ def _handle(variable):
 
 def _values(gradient):
     return gradient.values if isinstance(gradient, tf.IndexedSlices) else gradient
-
-
 
 
 class _SummedByTrainStep:
