@@ -41,7 +41,7 @@ from benchmarking import (MATMUL_PASSES, PEER_PYTHON, Peer, config_by_name,  # n
                           encoder_flops_per_sequence, machine_load, matmul_timer, stopwatch)
 
 from bert_tf.training import distribution  # noqa: E402
-from bert_tf.training.distribution import STRATEGIES  # noqa: E402
+from bert_tf.training.distribution import STRATEGIES, input_iterator  # noqa: E402
 from bert_tf.training.pretraining_trainer import PretrainingTrainer  # noqa: E402
 
 SYSTEMS = ("bert_tf", "keras_hub")
@@ -107,9 +107,8 @@ def our_step_timer(strategy, config, batch, mode):
         learning_rate=FLAGS.learning_rate, jit_compile=mode == "xla",
         mixed_precision=FLAGS.dtype)
     features = {name: tf.constant(value) for name, value in batch.items()}
-    dataset = strategy.distribute_datasets_from_function(
-        lambda context: tf.data.Dataset.from_tensors(features).repeat())
-    iterator = iter(dataset)
+    iterator = input_iterator(strategy,
+                              lambda context: tf.data.Dataset.from_tensors(features).repeat())
     one_step = tf.constant(1)
     for _ in range(2):  # tracing, XLA compilation, optimizer slots
         trainer.train_steps(iterator, one_step).numpy()

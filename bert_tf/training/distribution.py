@@ -159,6 +159,25 @@ def _tpu_strategy(tpu):
     return tf.distribute.TPUStrategy(resolver)
 
 
+def input_iterator(strategy, dataset_fn):
+    """An iterator over `dataset_fn(input_context)`'s per-replica batches, for
+    `strategy.run(step, args=(next(iterator),))` inside a `tf.function`.
+
+    A `OneDeviceStrategy` reads the dataset directly. tf.distribute's own iterator would wrap it
+    in a `MultiDeviceIterator`, whose deletion waits for the tf.data autotuning thread's next
+    wake-up (TF 2.21; the thread sleeps up to a minute between tunings): a 100-step
+    `run_pretraining` ended 35 s after its last evaluation that way, 1.5 s reading directly
+    (2 vCPU AMD EPYC). A one-device step needs nothing from the wrapper.
+
+    Example:
+        >>> iterator = input_iterator(strategy, lambda context: training_dataset(
+        ...     files, 256, 128, 20, context))
+    """
+    if isinstance(strategy, tf.distribute.OneDeviceStrategy):
+        return iter(dataset_fn(tf.distribute.InputContext()))
+    return iter(strategy.distribute_datasets_from_function(dataset_fn))
+
+
 def is_chief(strategy):
     """Whether this process writes checkpoints and summaries (worker 0 of a multi-worker job,
     else always)."""

@@ -147,8 +147,8 @@ class PretrainingTrainer:
 
     @tf.function
     def train_steps(self, iterator, num_steps):
-        """Runs `num_steps` (a scalar tensor: no retracing) train steps from a distributed
-        iterator; returns the `STATISTICS` summed over replicas and steps."""
+        """Runs `num_steps` (a scalar tensor: no retracing) train steps from an `input_iterator`;
+        returns the `STATISTICS` summed over replicas and steps."""
         totals = tf.zeros([len(STATISTICS)])
         for _ in tf.range(num_steps):
             statistics = self.strategy.run(self.replica_train_step, args=(next(iterator),))
@@ -218,9 +218,8 @@ class PretrainingTrainer:
         if step >= self.num_train_steps:
             logger.info("%s is already at step %d of %d", output_dir, step, self.num_train_steps)
             return {}
-        dataset = self.strategy.distribute_datasets_from_function(
-            lambda context: dataset_fn(context, step))
-        iterator = iter(dataset)
+        iterator = distribution.input_iterator(self.strategy,
+                                               lambda context: dataset_fn(context, step))
         writer = (tf.summary.create_file_writer(os.path.join(output_dir, "train")) if chief
                   else tf.summary.create_noop_writer())
         progbar = ResumableProgbar(self.num_train_steps, initial_step=step,
@@ -256,7 +255,7 @@ class PretrainingTrainer:
     def evaluate(self, dataset_fn, num_steps):
         """The metrics (`pretraining_objective.METRICS` and `examples`) over `num_steps` batches
         of `dataset_fn(input_context)`, with the current weights."""
-        dataset = self.strategy.distribute_datasets_from_function(dataset_fn)
-        totals = dict(zip(STATISTICS, self.evaluation_steps(iter(dataset),
+        iterator = distribution.input_iterator(self.strategy, dataset_fn)
+        totals = dict(zip(STATISTICS, self.evaluation_steps(iterator,
                                                             tf.constant(num_steps)).numpy()))
         return {**pretraining_metrics(totals), "examples": int(totals["examples"])}

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_tf.training.distribution import create_strategy
+from bert_tf.training.distribution import create_strategy, input_iterator
 from tests.data.pretraining.records import write_pretraining_records
 from tests.resources import REPO_ROOT
 from tests.tools.tool_runs import run_tool
@@ -50,6 +50,33 @@ def test_strategies_by_name():
     with pytest.raises(ValueError, match="--tpu=grpc://1.2.3.4:8470 is only used with "
                                          "--strategy=tpu"):
         create_strategy("mirrored", tpu="grpc://1.2.3.4:8470")
+
+
+@pytest.mark.parametrize("name", ["cpu", "mirrored"])
+def test_input_iterator_feeds_strategy_run_with_the_dataset_batches(name):
+    strategy = create_strategy(name)
+    contexts = []
+
+    def dataset_fn(context):
+        contexts.append((context.num_input_pipelines, context.input_pipeline_id,
+                         context.num_replicas_in_sync))
+        return tf.data.Dataset.range(12).batch(3)
+
+    iterator = input_iterator(strategy, dataset_fn)
+    # One device reads the dataset itself; tf.distribute's iterator would wrap it (see the
+    # docstring); a mirrored strategy keeps tf.distribute's.
+    assert isinstance(iterator, tf.distribute.DistributedIterator) == (name == "mirrored")
+    assert contexts == [(1, 0, 1)]
+
+    @tf.function
+    def sums(iterator):
+        totals = []
+        for _ in range(4):
+            per_replica = strategy.run(tf.reduce_sum, args=(next(iterator),))
+            totals.append(strategy.reduce(tf.distribute.ReduceOp.SUM, per_replica, axis=None))
+        return tf.stack(totals)
+
+    np.testing.assert_array_equal(sums(iterator).numpy(), [3, 12, 21, 30])
 
 
 def run_tpu_failures(*ways):
