@@ -13,8 +13,8 @@ on 2 cores). Writes the curve as CSV and PNG (docs/pretraining_convergence.{csv,
 3. Each phase (`--max_seq_lengths`, `--train_batch_sizes`, `--num_train_steps`,
    `--num_warmup_steps`) runs `tools/run_pretraining.py` in a subprocess, from the previous
    phase's last checkpoint (`--init_checkpoint`, as Google's 128 -> 512 recipe), with
-   `--eval_every_checkpoint`: every `--eval_every` steps it evaluates the held-out records of
-   its length (TensorBoard `eval/`).
+   `--eval_every_checkpoint`: every `--eval_every` steps (one value, or one per phase) it
+   evaluates the held-out records of its length (TensorBoard `eval/`).
 4. The curve is read back from the TensorBoard logs: for each evaluation, the seconds since
    the first phase's training command started (every phase's start-up included, data
    preparation not: all records are written before), the phase, the step, the training loss and the
@@ -86,7 +86,8 @@ flags.DEFINE_float("masked_lm_prob", 0.4, "Share of the training pieces masked: 
                    "'Should You Mask 15% in Masked Language Modeling?'). Held-out records keep "
                    "15 %.")
 flags.DEFINE_float("learning_rate", 1e-3, "Peak learning rate.")
-flags.DEFINE_integer("eval_every", 200, "Steps between held-out evaluations (checkpoints).")
+flags.DEFINE_list("eval_every", ["200"], "Steps between held-out evaluations (checkpoints): "
+                  "one value for every phase, or one per phase.")
 flags.DEFINE_float("dropout_prob", 0.0, "Hidden and attention dropout, replacing the config's "
                    "0.1 (0 for a short run from scratch: it underfits, so dropout only slows it).")
 flags.DEFINE_string("mixed_precision", "bfloat16", "run_pretraining.py's --mixed_precision.")
@@ -105,13 +106,16 @@ COLUMNS = ("seconds", "phase", "max_seq_length", "step", "train_loss", "heldout_
 
 
 def phases():
-    """`[(max_seq_length, train_batch_size, num_train_steps, num_warmup_steps)]`, one per phase."""
+    """`[(max_seq_length, train_batch_size, num_train_steps, num_warmup_steps, eval_every)]`,
+    one per phase."""
     lists = [FLAGS.max_seq_lengths, FLAGS.train_batch_sizes, FLAGS.num_train_steps,
              FLAGS.num_warmup_steps]
+    lists.append(FLAGS.eval_every * len(lists[0]) if len(FLAGS.eval_every) == 1
+                 else FLAGS.eval_every)
     if len({len(values) for values in lists}) != 1:
         raise app.UsageError("--max_seq_lengths, --train_batch_sizes, --num_train_steps and "
-                             "--num_warmup_steps need one value per phase each, got "
-                             f"{[len(values) for values in lists]}")
+                             "--num_warmup_steps need one value per phase each (--eval_every one "
+                             f"or one per phase), got {[len(values) for values in lists]}")
     return [tuple(int(value) for value in phase) for phase in zip(*lists)]
 
 
@@ -156,7 +160,7 @@ def phase_dir(index, max_seq_length):
 
 def train(inputs, model_dir, phase, init_checkpoint):
     """Runs tools/run_pretraining.py for one phase; returns the wall-clock time it started at."""
-    _, batch_size, num_train_steps, num_warmup_steps = phase
+    _, batch_size, num_train_steps, num_warmup_steps, eval_every = phase
     command = [
         sys.executable, os.path.join(REPO_ROOT, "tools", "run_pretraining.py"),
         f"--bert_config_file={bert_config_file(inputs)}",
@@ -165,8 +169,8 @@ def train(inputs, model_dir, phase, init_checkpoint):
         "--eval_every_checkpoint", f"--vocab_file={inputs.vocab_file}",
         f"--output_dir={model_dir}", f"--train_batch_size={batch_size}",
         f"--num_train_steps={num_train_steps}", f"--num_warmup_steps={num_warmup_steps}",
-        f"--learning_rate={FLAGS.learning_rate}", f"--save_checkpoints_steps={FLAGS.eval_every}",
-        f"--steps_per_execution={min(FLAGS.eval_every, 50)}", "--eval_batch_size=64",
+        f"--learning_rate={FLAGS.learning_rate}", f"--save_checkpoints_steps={eval_every}",
+        f"--steps_per_execution={min(eval_every, 50)}", "--eval_batch_size=64",
         f"--mixed_precision={FLAGS.mixed_precision}", "--strategy=one_device",
         f"--{'' if FLAGS.jit_compile else 'no'}jit_compile"]
     if init_checkpoint:
@@ -249,8 +253,10 @@ def main(argv):
             model_dir = phase_dir(index, phase[0])
             started.append(train(inputs, model_dir, phase, init_checkpoint))
             init_checkpoint = tf.train.latest_checkpoint(model_dir)
-        with open(started_file, "w", encoding="utf-8") as f:
-            json.dump(started, f)
+            # After each phase: a run stopped in a later phase still has its time axis
+            # (`--plot_only` draws what it logged).
+            with open(started_file, "w", encoding="utf-8") as f:
+                json.dump(started, f)
     with open(started_file, encoding="utf-8") as f:
         started = json.load(f)
     rows = [row for index, phase in enumerate(plan)

@@ -162,7 +162,13 @@ def predict_padded(model, dataset, max_seq_length, sequence_outputs=(), verbose=
     progbar = keras.utils.Progbar(steps if steps >= 0 else None, verbose=verbose,
                                   unit_name="batch")
 
-    @tf.function(reduce_retracing=True)
+    # Traced once, for any batch and sequence length: padded batches come in up to
+    # max_seq_length / multiple shapes, and each trace of a task model costs seconds.
+    features_spec = dataset.element_spec
+    features_spec = features_spec if isinstance(features_spec, dict) else features_spec[0]
+
+    @tf.function(input_signature=[{name: tf.TensorSpec([None] * spec.shape.rank, spec.dtype)
+                                   for name, spec in features_spec.items()}])
     def predict_step(features):
         return model(features, training=False)
 
