@@ -23,8 +23,9 @@ DEFAULT_MULTIPLE = 16
 # SST-2's training phrases are short (10 word pieces at the median), so rounding to 16 computed
 # 1.44 M tokens per epoch against 0.99 M at 4 (0.94 M for Hugging Face's exact padding with
 # group_by_length). Measured, real MiniLM, bfloat16, batch 32, 300 steps, idle AMD EPYC
-# (avx512_bf16, no AMX): 0.247 s per step at 16, 0.182 at 4. Evaluation keeps 16: it runs each
-# shape a few times, and each new one costs a trace (dev set at 4: 32 s instead of 7).
+# (avx512_bf16, no AMX): 0.247 s per step at 16, 0.182 at 4. Evaluation keeps 16: its batches
+# run once each, so the padding costs little (`predict_padded` traces one step for every
+# shape; SST-2 dev at 4 was not faster: 5 and 15 s against 5).
 TRAINING_MULTIPLE = 4
 
 
