@@ -147,7 +147,7 @@ def test_training_activation_fuses_only_the_bfloat16_exact_gelu():
     assert training_activation("gelu_new", "bfloat16") is get_activation("gelu_new")
 
 
-def test_transformer_block_trains_with_the_fused_gelu_in_bfloat16():
+def test_transformer_block_trains_with_the_fused_gelu_and_layer_norms_in_bfloat16():
     block = BertTransformerBlock(hidden_size=8, num_heads=2, intermediate_size=32,
                                  dtype="mixed_bfloat16")
     x = tf.random.stateless_normal([2, 5, 8], seed=[1, 2])
@@ -156,6 +156,7 @@ def test_transformer_block_trains_with_the_fused_gelu_in_bfloat16():
         training_output = block(x, mask, training=True)
     gradients = tape.gradient(training_output, block.trainable_variables)
     assert all(g is not None for g in gradients)
-    # Without dropout, training and inference (TensorFlow's GELU) differ only by rounding.
+    # Without dropout, training and inference (TensorFlow's GELU and LayerNorm) differ only by
+    # rounding.
     np.testing.assert_allclose(tf.cast(training_output, tf.float32),
                                tf.cast(block(x, mask, training=False), tf.float32), atol=5e-2)

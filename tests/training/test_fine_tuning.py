@@ -96,6 +96,16 @@ def test_resume_continues_at_the_exact_step(tmp_path):
     assert resumed.train(_dataset_fn(), verbose=0) is None  # nothing left to do
 
 
+def test_trains_without_tf_data_autotuning(tmp_path, monkeypatch):
+    # Deleting an autotuned dataset's iterator waits for tf.data's tuning thread (up to a
+    # minute after long runs): `fit` must get the training batches without autotuning.
+    tuner = _tuner(str(tmp_path))
+    seen = []
+    monkeypatch.setattr(tuner.model, "fit", lambda dataset, **kwargs: seen.append(dataset))
+    tuner.train(_dataset_fn(), verbose=0)
+    assert seen[0].options().autotune.enabled is False
+
+
 def test_predict_pads_sequence_outputs_back(tmp_path):
     tagger = BertTokenClassifier(tiny_encoder(), num_classes=3)
     examples = _examples().map(lambda features, labels: features)
