@@ -111,10 +111,11 @@ class BertTransformerBlock(keras.layers.Layer):
         TensorFlow's ops otherwise (so exports hold no XLA function).
 
         Why only fixed shapes: XLA compiles once per shape, ~0.3 s for this pair of loops,
-        which pre-training (one shape) pays once. Fine-tuning pads each batch to its own length
-        (up to 32 shapes per run); there the compilations outweighed the ~0.3 ms a call saves
-        (`bench/finetune_time_to_accuracy.py --max_train_examples=4000`: 0.22 s per step
-        against 0.19-0.21 without)."""
+        which pre-training (one shape) pays once, for +3-7 % steps (bert_mini). Fine-tuning
+        pads each batch to its own length (up to 32 shapes per run; Keras traces the step with
+        an unknown length from the second on); there the compilations outweighed the ~0.3 ms a
+        call saves (`bench/finetune_time_to_accuracy.py --max_train_examples=4000`: 0.22 s per
+        step against 0.19-0.21 without)."""
         if (training and self.compute_dtype == "bfloat16"
                 and residual.shape.is_fully_defined()):
             return residual_layer_norm(residual, branch, layer_norm)
