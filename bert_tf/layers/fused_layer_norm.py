@@ -38,10 +38,10 @@ def _backward(upstream, normalized, inverse_std, gamma, branch_dtype):
     residual_grad = inverse_std * (
         scaled - tf.reduce_mean(scaled, axis=-1, keepdims=True)
         - normalized * tf.reduce_mean(scaled * normalized, axis=-1, keepdims=True))
-    rows = tf.reshape(upstream, [-1, tf.shape(upstream)[-1]])
-    gamma_grad = tf.reduce_sum(rows * tf.reshape(normalized, tf.shape(rows)), axis=0)
-    return (residual_grad, tf.cast(residual_grad, branch_dtype), gamma_grad,
-            tf.reduce_sum(rows, axis=0))
+    positions = list(range(upstream.shape.rank - 1))  # every axis but the hidden one
+    return (residual_grad, tf.cast(residual_grad, branch_dtype),
+            tf.reduce_sum(upstream * normalized, axis=positions),
+            tf.reduce_sum(upstream, axis=positions))
 
 
 def residual_layer_norm(residual, branch, layer_norm):
