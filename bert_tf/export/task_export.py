@@ -28,7 +28,10 @@ The classifier, NER and multiple-choice exports run the model on each batch pack
 longest text, rounded up to a multiple of `pad_to_multiple_of` (8) and at most `seq_length`,
 with the outputs of the full-length model (within float round-off): an SST-2 sentence packs
 to 25 tokens at the median, so a request of one runs the encoder on 32 columns instead of 128
-(half the latency; docs/performance_serving.md). NER's per-token outputs stay `[batch, seq_length]`; at padding
+(half the latency; docs/performance_serving.md). Within the batch the encoder's dense layers
+run on the real tokens only (`skip_padding`, see `bert_tf.layers.real_tokens`): eight SST-2
+sentences in one request hold 355 packed positions for 201 tokens (in-process, batch of 8:
+46 -> 32 ms, docs/PERFORMANCE.md). NER's per-token outputs stay `[batch, seq_length]`; at padding
 (offsets -1 after `[SEP]`) their logits are 0, whatever the batch. SQuAD keeps `seq_length`:
 its answers come from windows of that length.
 
@@ -40,12 +43,15 @@ Example:
     <tf.Tensor: ... numpy=array([b'positive'], dtype=object)>
 """
 
+import contextlib
+
 import tensorflow as tf
 
 from bert_tf.export import example_signatures
 from bert_tf.export.keras_endpoint import keras_endpoint
 from bert_tf.export.serving_layout import make_world_readable
 from bert_tf.export.text_inputs import DEFAULT_PAD_TO_MULTIPLE_OF, RawTextPacker
+from bert_tf.layers.real_tokens import real_tokens_only
 from bert_tf.models.bert_classifier import BertClassifier
 from bert_tf.models.bert_multiple_choice import BertMultipleChoice
 from bert_tf.models.bert_span_labeler import BertSpanLabeler
@@ -95,8 +101,9 @@ def best_spans(start_logits, end_logits, candidates, max_answer_length):
 class _ServingFunctions:
     """Builds the signatures of one task model; each `<task>()` returns them as a dict."""
 
-    def __init__(self, model, packer, label_names, text_pairs, max_answer_length):
+    def __init__(self, model, packer, label_names, text_pairs, max_answer_length, skip_padding):
         self.model = model
+        self.skip_padding = skip_padding
         self.packer = packer
         self.label_names = label_names
         self.text_pairs = text_pairs
@@ -106,6 +113,13 @@ class _ServingFunctions:
         return tf.function(python_function, input_signature=input_signature,
                            autograph=False).get_concrete_function()
 
+    def _trimmed_batch_model(self, inputs):
+        """The model's outputs on a batch packed to its longest text; with `skip_padding`,
+        its dense layers run on the real tokens only (outputs at padding are not returned:
+        NER zeroes its logits there)."""
+        with real_tokens_only() if self.skip_padding else contextlib.nullcontext():
+            return self.model(inputs, training=False)
+
     def classifier(self):
         names = ("text_a", "text_b") if self.text_pairs else ("text",)
         label_names = tf.constant(self.label_names)
@@ -113,7 +127,7 @@ class _ServingFunctions:
         def classify_texts(*texts):
             inputs = self.packer.pack(texts)
             inputs = self.packer.trim(inputs, self.packer.trimmed_length(inputs))
-            logits = self.model(inputs, training=False)["logits"]
+            logits = self._trimmed_batch_model(inputs)["logits"]
             if self.model.num_classes == 1:  # regression (e.g. STS-B): the logit is the score
                 return {"logits": logits, "score": logits[:, 0]}
             return _class_outputs(logits, label_names)
@@ -132,7 +146,7 @@ class _ServingFunctions:
         def serving_default(text):
             inputs, tokens = self.packer.pack_with_offsets([text])
             length = self.packer.trimmed_length(inputs)
-            logits = self.model(self.packer.trim(inputs, length), training=False)["logits"]
+            logits = self._trimmed_batch_model(self.packer.trim(inputs, length))["logits"]
             # Per-token outputs keep their [batch, seq_length] shape. Padding positions get
             # logits 0 (uniform probabilities), so no output depends on how long the other
             # texts of the batch are.
@@ -176,7 +190,7 @@ class _ServingFunctions:
             shape = tf.concat([tf.shape(choices), [length]], axis=0)
             inputs = {key: tf.reshape(value, shape)
                       for key, value in self.packer.trim(packed, length).items()}
-            logits = self.model(inputs, training=False)["logits"]
+            logits = self._trimmed_batch_model(inputs)["logits"]
             return {"logits": logits, "probabilities": tf.nn.softmax(logits),
                     "label": tf.argmax(logits, axis=-1, output_type=tf.int32)}
 
@@ -187,7 +201,7 @@ class _ServingFunctions:
 def export_task_model(export_dir, task, model, vocab_file, do_lower_case, seq_length=128,
                       text_pairs=False, label_names=None,
                       max_answer_length=DEFAULT_MAX_ANSWER_LENGTH,
-                      pad_to_multiple_of=DEFAULT_PAD_TO_MULTIPLE_OF):
+                      pad_to_multiple_of=DEFAULT_PAD_TO_MULTIPLE_OF, skip_padding=True):
     """Writes `model` with in-graph preprocessing as a serving SavedModel to `export_dir`.
 
     Args:
@@ -228,7 +242,7 @@ def export_task_model(export_dir, task, model, vocab_file, do_lower_case, seq_le
 
     packer = RawTextPacker(vocab_file, do_lower_case, seq_length, pad_to_multiple_of)
     functions = _ServingFunctions(model, packer, list(label_names), text_pairs,
-                                  max_answer_length)
+                                  max_answer_length, skip_padding)
     signatures = getattr(functions, task)()
     root = tf.__internal__.tracking.AutoTrackable()
     root.vocab_file = tf.saved_model.Asset(vocab_file)

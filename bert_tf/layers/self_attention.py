@@ -5,6 +5,7 @@ import math
 import keras
 import tensorflow as tf
 
+from bert_tf.layers.dense_rows import dense_rows
 from bert_tf.layers.dropout import BertDropout
 
 
@@ -63,25 +64,30 @@ class BertSelfAttention(keras.layers.Layer):
         Training always runs the head-major form with its written-out gradient
         (`_trained_heads_projection`): training batches have many rows.
         """
-        kernel = tf.cast(dense.kernel, self.compute_dtype)
-        bias = tf.cast(dense.bias, self.compute_dtype)
         if training:
-            return self._trained_heads_projection(inputs, kernel, bias)
+            return self._trained_heads_projection(inputs, *self._weights(dense))
         rows = tf.shape(inputs)[0] * tf.shape(inputs)[1]
         few_rows = tf.get_static_value(rows < self.hidden_size)
         if few_rows is not None:  # shapes known when tracing: decide now
-            return (self._rows_projection(inputs, kernel, bias) if few_rows
-                    else self._heads_projection(inputs, kernel, bias))
+            return (self._rows_projection(dense, inputs) if few_rows
+                    else self._heads_projection(inputs, *self._weights(dense)))
         return tf.cond(rows < self.hidden_size,
-                       lambda: self._rows_projection(inputs, kernel, bias),
-                       lambda: self._heads_projection(inputs, kernel, bias))
+                       lambda: self._rows_projection(dense, inputs),
+                       lambda: self._heads_projection(inputs, *self._weights(dense)))
 
-    def _rows_projection(self, inputs, kernel, bias):
-        """`inputs @ kernel + bias` as one 2-D matmul (its bias fused by grappler), then
-        the activations reordered to `[batch, heads, seq, head_size]`."""
-        batch, seq = tf.shape(inputs)[0], tf.shape(inputs)[1]
-        projected = tf.nn.bias_add(tf.matmul(tf.reshape(inputs, [-1, self.hidden_size]), kernel),
-                                   bias)
+    def _weights(self, dense):
+        return (tf.cast(dense.kernel, self.compute_dtype),
+                tf.cast(dense.bias, self.compute_dtype))
+
+    def _rows_projection(self, dense, inputs):
+        """`dense(inputs)` as one 2-D matmul (its bias fused by grappler), then the
+        activations reordered to `[batch, heads, seq, head_size]`."""
+        projected = dense_rows(dense, tf.reshape(inputs, [-1, self.hidden_size]))
+        return self._split_heads(tf.reshape(projected, tf.shape(inputs)))
+
+    def _split_heads(self, projected):
+        """`[batch, seq, hidden]` -> `[batch, heads, seq, head_size]`."""
+        batch, seq = tf.shape(projected)[0], tf.shape(projected)[1]
         return tf.transpose(tf.reshape(projected, [batch, seq, self.num_heads, self.head_size]),
                             [0, 2, 1, 3])
 
@@ -115,17 +121,31 @@ class BertSelfAttention(keras.layers.Layer):
 
         return projection(inputs, kernel, bias)
 
-    def call(self, hidden_states, input_mask, training=None, with_first_token=False):
+    def call(self, hidden_states, input_mask, training=None, with_first_token=False,
+             real_tokens=None):
         """The attended `[batch, seq, hidden]`; with `with_first_token`, also the first
         position's alone, `[batch, hidden]`, from its own one-row query (see `BertEncoder`:
-        when only the pooled output is fetched, graph pruning drops the other queries)."""
+        when only the pooled output is fetched, graph pruning drops the other queries).
+
+        With `real_tokens` (the `RealTokens` of `input_mask`, in inference) the projections
+        run on the real tokens' rows only, and the attended come back as those rows,
+        `[tokens, hidden]`; only the scores see the padded `[batch, seq]` layout.
+        """
         inputs = tf.cast(hidden_states, self.compute_dtype)
-        key = self._project_to_heads(self.key, inputs, training)
-        value = self._project_to_heads(self.value, inputs, training)
+        if real_tokens is None:
+            query, key, value = (self._project_to_heads(dense, inputs, training)
+                                 for dense in (self.query, self.key, self.value))
+        else:
+            rows = real_tokens.gather(inputs)
+            # Padding positions get zero queries, keys and values: the mask keeps their keys
+            # out of every softmax, and their queries' rows are not gathered back.
+            query, key, value = (self._split_heads(real_tokens.scatter(dense_rows(dense, rows)))
+                                 for dense in (self.query, self.key, self.value))
         padding = tf.cast(input_mask[:, tf.newaxis, tf.newaxis, :], self.compute_dtype)
         mask_bias = (1.0 - padding) * -10000.0
-        context = self._attend(self._project_to_heads(self.query, inputs, training), key, value,
-                               mask_bias, training)
+        context = self._attend(query, key, value, mask_bias, training)
+        if real_tokens is not None:
+            context = real_tokens.gather(context)
         if not with_first_token:
             return context
         first_query = self._project_to_heads(self.query, inputs[:, :1], training)

@@ -4,15 +4,11 @@ import keras
 import tensorflow as tf
 
 from bert_tf.layers.activations import get_activation, training_activation
+from bert_tf.layers.dense_rows import dense_rows
 from bert_tf.layers.dropout import BertDropout
 from bert_tf.layers.fused_layer_norm import residual_layer_norm
+from bert_tf.layers.real_tokens import RealTokens, real_tokens_only_enabled
 from bert_tf.layers.self_attention import BertSelfAttention
-
-
-def _dense(layer, x):
-    """`layer(x)` for a 2-D `x`, as MatMul + BiasAdd in the layer's compute dtype."""
-    return tf.nn.bias_add(tf.matmul(x, tf.cast(layer.kernel, layer.compute_dtype)),
-                          tf.cast(layer.bias, layer.compute_dtype))
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
@@ -74,13 +70,23 @@ class BertTransformerBlock(keras.layers.Layer):
         """The layer's output `[batch, seq, hidden]`; with `with_first_token`, also the first
         position's output alone, `[batch, hidden]`, computed from a one-row query (in
         inference) so that a caller fetching only that (the pooler, a sentence classifier)
-        lets graph pruning drop the other positions' query, attention and feed-forward."""
+        lets graph pruning drop the other positions' query, attention and feed-forward.
+
+        In inference under `real_tokens_only()` every dense layer and LayerNorm runs on the
+        real tokens' rows alone, and the output is 0 at padding positions (see
+        `bert_tf.layers.real_tokens`)."""
         first_query = with_first_token and not training
+        real_tokens = (RealTokens(input_mask) if not training and real_tokens_only_enabled()
+                       else None)
         attended = self.attention(hidden_states, input_mask, training=training,
-                                  with_first_token=first_query)
+                                  with_first_token=first_query, real_tokens=real_tokens)
         attended, first_attended = attended if first_query else (attended, None)
-        output = tf.reshape(self._finish(attended, hidden_states, training),
-                            tf.shape(hidden_states))
+        if real_tokens is None:
+            output = tf.reshape(self._finish(attended, hidden_states, training),
+                                tf.shape(hidden_states))
+        else:
+            output = real_tokens.scatter(
+                self._finish(attended, real_tokens.gather(hidden_states), training))
         if not with_first_token:
             return output
         if training:
@@ -90,19 +96,15 @@ class BertTransformerBlock(keras.layers.Layer):
 
     def _finish(self, attended, hidden_states, training):
         """Output projection, residual, LayerNorm and feed-forward on the attention output of
-        `hidden_states` (any shape `[..., hidden]`), as rows `[positions, hidden]`."""
-        # Tokens as rows of a 2-D [positions, hidden] matrix: a 2-D MatMul followed by
-        # BiasAdd (and the exact GELU) is what TensorFlow's grappler remapper fuses into one
-        # oneDNN matmul with the bias and activation applied in its epilogue. Keras `Dense` on
-        # 3-D input runs `tensordot` (reshape, MatMul, reshape) then a broadcasting add, which
-        # cannot fuse: bias and GELU each cost another pass over the activations.
+        `hidden_states` (any shape `[..., hidden]`), as rows `[positions, hidden]` (the 2-D
+        layout whose matmuls fuse their bias and GELU, see `dense_rows`)."""
         residual = tf.reshape(tf.cast(hidden_states, tf.float32), [-1, self.hidden_size])
-        attended = _dense(self.attention_output, tf.reshape(attended, [-1, self.hidden_size]))
+        attended = dense_rows(self.attention_output, tf.reshape(attended, [-1, self.hidden_size]))
         attended = self.dropout(attended, training=training)
         hidden = self._add_and_norm(self.attention_layer_norm, residual, attended, training)
         activation = self._training_activation_fn if training else self._activation_fn
-        inner = activation(_dense(self.intermediate, tf.cast(hidden, self.compute_dtype)))
-        output = self.dropout(_dense(self.output_dense, inner), training=training)
+        inner = activation(dense_rows(self.intermediate, tf.cast(hidden, self.compute_dtype)))
+        output = self.dropout(dense_rows(self.output_dense, inner), training=training)
         return self._add_and_norm(self.output_layer_norm, hidden, output, training)
 
     def _add_and_norm(self, layer_norm, residual, branch, training):

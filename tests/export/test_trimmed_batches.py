@@ -1,15 +1,21 @@
 """Task exports pack each batch only to its longest text (rounded up to a multiple of 8, at most
 seq_length): their outputs equal the Keras model's on full-length packing (BertPreprocessor at
 SEQ_LENGTH) for texts of every length, alone or batched with longer and shorter ones, including
-texts truncated at SEQ_LENGTH; NER's per-token outputs keep `[batch, SEQ_LENGTH]`."""
+texts truncated at SEQ_LENGTH; NER's per-token outputs keep `[batch, SEQ_LENGTH]`. The encoder
+runs its dense layers on the real tokens only (`skip_padding`, the default), or on every
+padded position with `skip_padding=False`, with the same outputs."""
+
+import os
 
 import numpy as np
 import pytest
 import tensorflow as tf
+from tensorflow.core.protobuf import saved_model_pb2
 
+from bert_tf.export import export_task_model, write_version
 from bert_tf.export.text_inputs import RawTextPacker
 from bert_tf.text.bert_preprocessor import BertPreprocessor
-from tests.export.task_examples import SEQ_LENGTH
+from tests.export.task_examples import EXPORT_OPTIONS, SEQ_LENGTH
 
 ATOL = 1e-5
 WORDS = "hello , unaffable world what is the good film ! a bad movie ?".split()
@@ -125,3 +131,28 @@ def test_empty_batches_keep_their_shapes(task_exports):
 def test_bad_pad_to_multiple_of_is_named(vocab_file):
     with pytest.raises(ValueError, match="pad_to_multiple_of must be at least 1, got 0"):
         RawTextPacker(vocab_file, True, SEQ_LENGTH, pad_to_multiple_of=0)
+
+
+def graph_ops(export_dir):
+    """Every op type in the SavedModel's graph and its functions."""
+    saved_model = saved_model_pb2.SavedModel()
+    with open(os.path.join(export_dir, "saved_model.pb"), "rb") as f:
+        saved_model.ParseFromString(f.read())
+    graph = saved_model.meta_graphs[0].graph_def
+    return ({node.op for node in graph.node}
+            | {node.op for function in graph.library.function for node in function.node_def})
+
+
+def test_padded_positions_are_computed_only_without_skip_padding(task_exports, vocab_file,
+                                                                  tmp_path):
+    path, loaded, model = task_exports["classifier"]
+    padded_path = write_version(str(tmp_path / "padded"), lambda d: export_task_model(
+        d, "classifier", model, vocab_file, do_lower_case=True, seq_length=SEQ_LENGTH,
+        skip_padding=False, **EXPORT_OPTIONS["classifier"]))
+    # The real tokens move between the padded layout and their rows by GatherNd / ScatterNd.
+    assert {"GatherNd", "ScatterNd"} <= graph_ops(path)
+    assert not {"GatherNd", "ScatterNd"} & graph_ops(padded_path)
+    padded = tf.saved_model.load(padded_path).signatures["serving_default"]
+    pairs = {"text_a": tf.constant(TEXTS), "text_b": tf.constant(TEXTS[::-1])}
+    np.testing.assert_allclose(loaded.signatures["serving_default"](**pairs)["logits"],
+                               padded(**pairs)["logits"], atol=ATOL)

@@ -1,0 +1,69 @@
+"""Inference on a batch's real tokens only: the dense layers skip the padding.
+
+A batch of texts packed to its longest one is mostly padding when lengths vary: eight SST-2
+sentences packed to their longest (rounded up to 8) hold 355 positions for 201 tokens. Under
+`real_tokens_only()`, `BertTransformerBlock` runs every dense layer (the Q/K/V and output
+projections, the feed-forward network) and both LayerNorms on the rows of the real tokens
+(`input_mask` 1) alone; only the attention scores, which need the `[batch, seq]` layout, see
+the padded batch. The real tokens' outputs equal the padded computation's (up to float
+round-off); the outputs at padding positions are 0 instead of the values nobody reads.
+
+The scope is read when a function is traced, so it decides what the traced graph computes; it
+has no effect in training. Task exports trace their serving functions under it (see
+`bert_tf.export.task_export`).
+
+Example:
+    >>> with real_tokens_only():
+    ...     outputs = encoder(inputs, training=False)   # sequence_output 0 at padding
+"""
+
+import contextlib
+import threading
+
+import tensorflow as tf
+
+_scope = threading.local()
+
+
+@contextlib.contextmanager
+def real_tokens_only():
+    """Encoders called (traced) inside run their dense layers on real tokens only."""
+    previous = getattr(_scope, "enabled", False)
+    _scope.enabled = True
+    try:
+        yield
+    finally:
+        _scope.enabled = previous
+
+
+def real_tokens_only_enabled():
+    """Whether the calling thread is inside `real_tokens_only()`."""
+    return getattr(_scope, "enabled", False)
+
+
+class RealTokens:
+    """Where a batch's real tokens are: moves tensors between the padded layout
+    `[batch, seq, depth]` and rows of real tokens `[tokens, depth]` (in batch-major order).
+
+    Example:
+        >>> tokens = RealTokens(tf.constant([[1, 1, 0], [1, 0, 0]]))
+        >>> rows = tokens.gather(tf.reshape(tf.range(6.0), [2, 3, 1]))   # [[0.], [1.], [3.]]
+        >>> tokens.scatter(rows)[..., 0]                                  # [[0, 1, 0], [3, 0, 0]]
+    """
+
+    def __init__(self, input_mask):
+        shape = tf.shape(input_mask, out_type=tf.int64)
+        self._batch, self._seq = shape[0], shape[1]
+        self._indices = tf.where(tf.reshape(input_mask, [-1]) > 0)  # [tokens, 1]
+
+    def gather(self, padded):
+        """`[batch, seq, depth]` -> the real tokens' rows `[tokens, depth]`."""
+        return tf.gather_nd(tf.reshape(padded, [self._batch * self._seq, padded.shape[-1]]),
+                            self._indices)
+
+    def scatter(self, rows):
+        """Rows `[tokens, depth]` -> `[batch, seq, depth]`, 0 at padding positions."""
+        depth = rows.shape[-1]
+        padded = tf.scatter_nd(self._indices, rows,
+                               tf.stack([self._batch * self._seq, depth]))
+        return tf.reshape(padded, tf.stack([self._batch, self._seq, depth]))
