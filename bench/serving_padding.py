@@ -35,7 +35,8 @@ sys.path.insert(0, os.path.join(REPO_ROOT, "bench"))
 
 from absl import app, flags  # noqa: E402
 
-# Its flags are this script's too: --texts_tsv, --requests_per_client, --clients, --output_json.
+# Its flags are this script's too: --texts_tsv, --requests_per_client, --clients, --output_json,
+# and the server's --max_batch_size and --batch_timeout_micros.
 import serving_load  # noqa: E402
 
 flags.DEFINE_string("init_checkpoint", None, "The encoder; default: the installed "
@@ -106,6 +107,8 @@ def grpc_load(base_path, scratch):
         [sys.executable, os.path.join(REPO_ROOT, "bench", "serving_load.py"),
          f"--model_base_path={base_path}", f"--texts_tsv={FLAGS.texts_tsv}",
          f"--clients={FLAGS.clients}", f"--requests_per_client={FLAGS.requests_per_client}",
+         f"--max_batch_size={FLAGS.max_batch_size}",
+         f"--batch_timeout_micros={FLAGS.batch_timeout_micros}",
          "--big_text_clients=0",
          "--inprocess_iterations=2", f"--output_json={output}"],
         capture_output=True, text=True, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
