@@ -117,6 +117,22 @@ def test_predict_pads_sequence_outputs_back(tmp_path):
     np.testing.assert_allclose(outputs["logits"][mask], full[mask], atol=1e-5)
 
 
+def test_predicts_without_tf_data_autotuning(monkeypatch):
+    # The dev loop's iterator is deleted when the loop ends: same wait as `fit`'s.
+    iterated = []
+    original_iter = tf.data.Dataset.__iter__
+
+    def recording_iter(dataset):
+        iterated.append(dataset.options().autotune.enabled)
+        return original_iter(dataset)
+
+    monkeypatch.setattr(tf.data.Dataset, "__iter__", recording_iter)
+    tagger = BertTokenClassifier(tiny_encoder(), num_classes=3)
+    examples = _examples().map(lambda features, labels: features)
+    predict_padded(tagger, padded_batches(examples, 8, SEQ), SEQ, verbose=0)
+    assert iterated == [False]
+
+
 def test_rejects_bad_settings(tmp_path):
     with pytest.raises(ValueError, match="num_train_steps"):
         _tuner(str(tmp_path), steps=0)
