@@ -4,6 +4,7 @@ import keras
 import tensorflow as tf
 
 from bert_tf.layers.dropout import BertDropout
+from bert_tf.layers.inference_layer_norm import inference_layer_norm
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
@@ -68,7 +69,8 @@ class BertEmbeddings(keras.layers.Layer):
         embeddings = (tf.gather(self.word_embeddings, input_word_ids)
                       + tf.gather(self.token_type_embeddings, input_type_ids)
                       + positions[tf.newaxis])
-        embeddings = self.layer_norm(embeddings)
+        embeddings = (self.layer_norm(embeddings) if training
+                      else inference_layer_norm(embeddings, self.layer_norm))
         return self.dropout(tf.cast(embeddings, self.compute_dtype), training=training)
 
     def get_config(self):

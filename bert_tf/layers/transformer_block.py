@@ -7,6 +7,7 @@ from bert_tf.layers.activations import get_activation, training_activation
 from bert_tf.layers.dense_rows import dense_rows
 from bert_tf.layers.dropout import BertDropout
 from bert_tf.layers.fused_layer_norm import residual_layer_norm
+from bert_tf.layers.inference_layer_norm import inference_layer_norm
 from bert_tf.layers.real_tokens import RealTokens, real_tokens_only_enabled
 from bert_tf.layers.self_attention import BertSelfAttention
 
@@ -108,9 +109,10 @@ class BertTransformerBlock(keras.layers.Layer):
         return self._add_and_norm(self.output_layer_norm, hidden, output, training)
 
     def _add_and_norm(self, layer_norm, residual, branch, training):
-        """`layer_norm(residual + branch)` in float32: one XLA loop each way
-        (`residual_layer_norm`) when training in bfloat16 on a shape fixed when traced,
-        TensorFlow's ops otherwise (so exports hold no XLA function).
+        """`layer_norm(residual + branch)` in float32: in inference oneDNN's single LayerNorm
+        kernel (`inference_layer_norm`); in training one XLA loop each way
+        (`residual_layer_norm`) in bfloat16 on a shape fixed when traced, TensorFlow's ops
+        otherwise (so exports hold no XLA function).
 
         Why only fixed shapes: XLA compiles once per shape, ~0.3 s for this pair of loops,
         which pre-training (one shape) pays once, for +3-7 % steps (bert_mini). Fine-tuning
@@ -118,8 +120,9 @@ class BertTransformerBlock(keras.layers.Layer):
         an unknown length from the second on); there the compilations outweighed the ~0.3 ms a
         call saves (`bench/finetune_time_to_accuracy.py --max_train_examples=4000`: 0.22 s per
         step against 0.19-0.21 without)."""
-        if (training and self.compute_dtype == "bfloat16"
-                and residual.shape.is_fully_defined()):
+        if not training:
+            return inference_layer_norm(residual + tf.cast(branch, tf.float32), layer_norm)
+        if self.compute_dtype == "bfloat16" and residual.shape.is_fully_defined():
             return residual_layer_norm(residual, branch, layer_norm)
         return layer_norm(residual + tf.cast(branch, tf.float32))
 

@@ -2,11 +2,14 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from bert_tf.layers import self_attention
 from bert_tf.layers.activations import fused_gelu, get_activation, training_activation
 from bert_tf.layers.embeddings import BertEmbeddings
+from bert_tf.layers.onednn import onednn_enabled
 from bert_tf.layers.self_attention import BertSelfAttention
 from bert_tf.layers.transformer_block import BertTransformerBlock
 from tests.harness import check_layer
+from tests.optimized_graph import optimized_op_types
 
 
 def test_embeddings_layer():
@@ -96,7 +99,11 @@ def test_attention_projection_layouts_agree(batch, dynamic_shapes, training):
     # Inference projects to heads by whichever layout copies less: 1 x 5 rows is fewer than
     # the 12 hidden units (2-D matmul, activations reordered), 4 x 5 more (kernel reordered);
     # with unknown shapes the choice is a tf.cond. Training always takes the head-major form.
+    # Inference leaves the key bias out (softmax removes it): the biases are not zero here.
     layer = BertSelfAttention(hidden_size=12, num_heads=3)
+    layer.build((None, None, 12))
+    for i, dense in enumerate((layer.query, layer.key, layer.value)):
+        dense.bias.assign(tf.random.normal([12], seed=10 + i))
     x = tf.random.normal([batch, 5, 12], seed=3)
     mask = tf.constant([[1, 1, 1, 0, 0]] * batch)
     signature = ([tf.TensorSpec([None, None, 12]), tf.TensorSpec([None, None], tf.int32)]
@@ -104,6 +111,42 @@ def test_attention_projection_layouts_agree(batch, dynamic_shapes, training):
     attend = tf.function(lambda x, mask: layer(x, mask, training=training),
                          input_signature=signature)
     np.testing.assert_allclose(attend(x, mask), _textbook_attention(layer, x, mask), atol=1e-5)
+
+
+def _bfloat16_attention_and_inputs():
+    layer = BertSelfAttention(hidden_size=64, num_heads=4, dtype="mixed_bfloat16")
+    layer.build((None, None, 64))
+    for i, dense in enumerate((layer.query, layer.key, layer.value)):
+        dense.kernel.assign(tf.random.normal([64, 64], stddev=0.3, seed=20 + i))
+        dense.bias.assign(tf.random.normal([64], seed=30 + i))
+    x = tf.random.normal([4, 24, 64], seed=4)
+    mask = tf.sequence_mask([24, 20, 9, 1], 24, dtype=tf.int32)
+    return layer, x, mask
+
+
+@pytest.mark.skipif(not onednn_enabled(), reason="bfloat16 softmax is used with oneDNN only")
+def test_bfloat16_inference_softmax_equals_float32_softmax_rounded(monkeypatch):
+    # With oneDNN, inference feeds the bfloat16 scores to softmax directly; its probabilities
+    # are float32 softmax's rounded to bfloat16, so the attended values are the same bits.
+    layer, x, mask = _bfloat16_attention_and_inputs()
+    direct = tf.function(lambda x: layer(x, mask))(x)
+    monkeypatch.setattr(self_attention, "onednn_enabled", lambda: False)  # float32 softmax
+    through_float32 = tf.function(lambda x: layer(x, mask))(x)
+    assert direct.dtype == tf.bfloat16
+    np.testing.assert_array_equal(direct.numpy().astype(np.float32),
+                                  through_float32.numpy().astype(np.float32))
+
+
+@pytest.mark.skipif(not onednn_enabled(), reason="the fusion is oneDNN's")
+@pytest.mark.parametrize("dtype", ["float32", "mixed_bfloat16"])
+def test_scores_scale_and_mask_run_in_the_matmul(dtype):
+    layer = BertSelfAttention(hidden_size=64, num_heads=4, dtype=dtype)
+    x = tf.random.normal([4, 24, 64], seed=4)
+    mask = tf.sequence_mask([24, 20, 9, 1], 24, dtype=tf.int32)
+    layer(x, mask)
+    ops = optimized_op_types(lambda x: layer(x, mask), x)
+    # The scores' matmul fused with `* scale + mask_bias`; the context's stays plain.
+    assert ops["_MklFusedBatchMatMulV2"] == 1, ops
 
 
 def test_embeddings_reject_sequences_longer_than_the_position_table():
