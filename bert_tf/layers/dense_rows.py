@@ -1,21 +1,53 @@
-"""`dense_rows`: a Keras `Dense` layer applied to rows as MatMul + BiasAdd."""
+"""`dense_rows`: a Keras `Dense` layer applied to rows in the matmul form oneDNN runs fastest.
+
+Example:
+    >>> layer = keras.layers.Dense(4)
+    >>> layer.build((None, 8))
+    >>> dense_rows(layer, tf.ones([3, 8])).shape
+    TensorShape([3, 4])
+"""
 
 import tensorflow as tf
 
+from bert_tf.layers.onednn import amx_bfloat16_matmuls
 
-def dense_rows(layer, rows):
-    """`layer(rows)` for 2-D `rows [positions, units_in]`, in the layer's compute dtype.
+
+def dense_rows(layer, rows, activation=None, training=False):
+    """`activation(layer(rows))` for 2-D `rows [positions, units_in]`, in the layer's compute
+    dtype. `activation` is one grappler fuses into the matmul (the exact GELU), or None.
 
     A 2-D MatMul followed by BiasAdd (and the exact GELU) is what TensorFlow's grappler
     remapper fuses into one oneDNN matmul with the bias and activation in its epilogue. Keras
     `Dense` on 3-D input runs `tensordot` (reshape, MatMul, reshape) then a broadcasting add,
-    which cannot fuse: bias and GELU each cost another pass over the activations.
-
-    Example:
-        >>> layer = keras.layers.Dense(4)
-        >>> layer.build((None, 8))
-        >>> dense_rows(layer, tf.ones([3, 8])).shape
-        TensorShape([3, 4])
+    which cannot fuse: bias and GELU each cost another pass over the activations. Without an
+    activation, `matmul_plus_bias` picks the form.
     """
-    return tf.nn.bias_add(tf.matmul(rows, tf.cast(layer.kernel, layer.compute_dtype)),
-                          tf.cast(layer.bias, layer.compute_dtype))
+    kernel = tf.cast(layer.kernel, layer.compute_dtype)
+    bias = tf.cast(layer.bias, layer.compute_dtype)
+    if activation is None:
+        return matmul_plus_bias(rows, kernel, bias, training)
+    return activation(tf.nn.bias_add(tf.matmul(rows, kernel), bias))
+
+
+def matmul_plus_bias(rows, kernel, bias=None, training=False):
+    """`rows @ kernel + bias` for 2-D `rows` (`bias` None: the matmul alone).
+
+    In bfloat16 on a CPU with AMX, as a 4-D batched matmul times a scalar 1 plus the bias:
+    grappler fuses that into oneDNN's matmul primitive with the multiply and the add as
+    post-ops, which runs on the AMX tiles, while MatMul + BiasAdd becomes oneDNN's inner
+    product, which TensorFlow feeds weights in a plain layout and oneDNN then runs without AMX
+    (`x64:gemm:jit`). Measured on a 2-vCPU Xeon with AMX (TF 2.21, best of 15): `[4096, 768] @
+    [768, 768]` 4.6 -> 3.4 ms, `[4096, 768] @ [768, 3072]` 20.7 -> 15.4 ms, `[4096, 3072] @
+    [3072, 768]` 13.8 -> 13.2 ms; BERT-base's bfloat16 forward 8 % faster. The 1 comes through
+    `PlaceholderWithDefault` so that grappler does not fold the multiply away. In float32 the
+    inner product is the faster (no AMX either way), and without AMX the two run at the same
+    rate, so everything else keeps MatMul + BiasAdd. So does training: the batched form's
+    gradient (the multiply's included) made bert_mini's bfloat16 pre-training step 4 % slower.
+    """
+    if bias is None:
+        return tf.matmul(rows, kernel)
+    if training or not amx_bfloat16_matmuls(rows.dtype):
+        return tf.nn.bias_add(tf.matmul(rows, kernel), bias)
+    one = tf.raw_ops.PlaceholderWithDefault(input=tf.constant(1.0, rows.dtype), shape=[])
+    batched = tf.matmul(rows[tf.newaxis, tf.newaxis], kernel[tf.newaxis, tf.newaxis])
+    return (batched * one + bias[tf.newaxis, tf.newaxis, tf.newaxis])[0, 0]

@@ -1,14 +1,19 @@
-"""`onednn_enabled`: whether TensorFlow runs its CPU ops with oneDNN in this process.
+"""What TensorFlow's oneDNN kernels do on this machine: whether they run, and whether the CPU
+has AMX, which decides which matmul forms are fastest in bfloat16.
 
 oneDNN is on by default for x86 builds of TensorFlow (`TF_ENABLE_ONEDNN_OPTS=0` turns it off).
 Layers ask when they are traced, for forms whose accuracy or speed depends on oneDNN's kernels.
 
 Example:
-    >>> onednn_enabled()
+    >>> onednn_enabled()                  # an x86 build of TensorFlow
+    True
+    >>> amx_bfloat16_matmuls(tf.bfloat16)  # and a Xeon with AMX
     True
 """
 
 import functools
+
+import tensorflow as tf
 
 
 @functools.cache
@@ -19,3 +24,21 @@ def onednn_enabled():
         return bool(_pywrap_util_port.IsMklEnabled())
     except (ImportError, AttributeError):  # a TensorFlow build without the private helper
         return False
+
+
+@functools.cache
+def _cpu_has_amx():
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    return "amx_bf16" in line.split()
+    except OSError:  # not Linux
+        pass
+    return False
+
+
+def amx_bfloat16_matmuls(dtype):
+    """Whether matmuls in `dtype` run on AMX tiles here: bfloat16, oneDNN, a CPU with AMX-BF16
+    (Intel Xeon from Sapphire Rapids on)."""
+    return tf.as_dtype(dtype) == tf.bfloat16 and onednn_enabled() and _cpu_has_amx()

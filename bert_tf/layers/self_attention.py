@@ -5,9 +5,9 @@ import math
 import keras
 import tensorflow as tf
 
-from bert_tf.layers.dense_rows import dense_rows
+from bert_tf.layers.dense_rows import dense_rows, matmul_plus_bias
 from bert_tf.layers.dropout import BertDropout
-from bert_tf.layers.onednn import onednn_enabled
+from bert_tf.layers.onednn import amx_bfloat16_matmuls, onednn_enabled
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
@@ -66,6 +66,10 @@ class BertSelfAttention(keras.layers.Layer):
         kernel copies dominate: 17.7 of BERT-base's 176 ms op time at batch 1 x 128 were
         those transposes.
 
+        In bfloat16 on a CPU with AMX the 2-D form always wins: its matmul runs on the AMX
+        tiles with the bias fused (`matmul_plus_bias`), while the head-major batched matmuls
+        are small and their bias is a separate add (BERT-base, batch 32: 7 % of the forward).
+
         Training always runs the head-major form with its written-out gradient
         (`_trained_heads_projection`): training batches have many rows. `use_bias=False`
         (inference only) leaves the bias out.
@@ -74,6 +78,8 @@ class BertSelfAttention(keras.layers.Layer):
             return self._trained_heads_projection(inputs, *self._weights(dense))
         kernel, bias = self._weights(dense)
         bias = bias if use_bias else None
+        if amx_bfloat16_matmuls(self.compute_dtype):
+            return self._rows_projection(inputs, kernel, bias)
         batch, seq = inputs.shape[0], inputs.shape[1]
         if batch is not None and seq is not None:  # shapes known when tracing: decide now
             return (self._rows_projection(inputs, kernel, bias) if batch * seq < self.hidden_size
@@ -90,9 +96,7 @@ class BertSelfAttention(keras.layers.Layer):
     def _rows_projection(self, inputs, kernel, bias):
         """`inputs @ kernel + bias` as one 2-D matmul (its bias fused by grappler), then the
         activations reordered to `[batch, heads, seq, head_size]`."""
-        projected = tf.matmul(tf.reshape(inputs, [-1, self.hidden_size]), kernel)
-        if bias is not None:
-            projected = tf.nn.bias_add(projected, bias)
+        projected = matmul_plus_bias(tf.reshape(inputs, [-1, self.hidden_size]), kernel, bias)
         return self._split_heads(tf.reshape(projected, tf.shape(inputs)))
 
     def _split_heads(self, projected):
@@ -158,7 +162,7 @@ class BertSelfAttention(keras.layers.Layer):
             query, value = (self._split_heads(real_tokens.scatter(dense_rows(dense, rows)))
                             for dense in (self.query, self.value))
             key = self._split_heads(real_tokens.scatter(
-                tf.matmul(rows, tf.cast(self.key.kernel, self.compute_dtype))))
+                matmul_plus_bias(rows, tf.cast(self.key.kernel, self.compute_dtype))))
         # A select, not Google's `(1 - mask) * -10000`: a Mul built before the scores' `* scale`
         # kept grappler from fusing the scale and the mask add into the scores matmul (BERT-base,
         # batch 32, bfloat16: a separate Mul and AddV2 of 4 ms per layer on an AMX Xeon).

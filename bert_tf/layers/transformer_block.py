@@ -100,12 +100,14 @@ class BertTransformerBlock(keras.layers.Layer):
         `hidden_states` (any shape `[..., hidden]`), as rows `[positions, hidden]` (the 2-D
         layout whose matmuls fuse their bias and GELU, see `dense_rows`)."""
         residual = tf.reshape(tf.cast(hidden_states, tf.float32), [-1, self.hidden_size])
-        attended = dense_rows(self.attention_output, tf.reshape(attended, [-1, self.hidden_size]))
+        attended = dense_rows(self.attention_output, tf.reshape(attended, [-1, self.hidden_size]),
+                              training=training)
         attended = self.dropout(attended, training=training)
         hidden = self._add_and_norm(self.attention_layer_norm, residual, attended, training)
         activation = self._training_activation_fn if training else self._activation_fn
-        inner = activation(dense_rows(self.intermediate, tf.cast(hidden, self.compute_dtype)))
-        output = self.dropout(dense_rows(self.output_dense, inner), training=training)
+        inner = dense_rows(self.intermediate, tf.cast(hidden, self.compute_dtype), activation)
+        output = self.dropout(dense_rows(self.output_dense, inner, training=training),
+                              training=training)
         return self._add_and_norm(self.output_layer_norm, hidden, output, training)
 
     def _add_and_norm(self, layer_norm, residual, branch, training):

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_tf.layers import self_attention
+from bert_tf.layers import dense_rows, self_attention
 from bert_tf.layers.activations import fused_gelu, get_activation, training_activation
 from bert_tf.layers.embeddings import BertEmbeddings
 from bert_tf.layers.onednn import onednn_enabled
@@ -139,7 +139,10 @@ def test_bfloat16_inference_softmax_equals_float32_softmax_rounded(monkeypatch):
 
 @pytest.mark.skipif(not onednn_enabled(), reason="the fusion is oneDNN's")
 @pytest.mark.parametrize("dtype", ["float32", "mixed_bfloat16"])
-def test_scores_scale_and_mask_run_in_the_matmul(dtype):
+def test_scores_scale_and_mask_run_in_the_matmul(dtype, monkeypatch):
+    # Without the AMX matmul form, whose projections are fused batched matmuls too.
+    for module in (self_attention, dense_rows):
+        monkeypatch.setattr(module, "amx_bfloat16_matmuls", lambda dtype: False)
     layer = BertSelfAttention(hidden_size=64, num_heads=4, dtype=dtype)
     x = tf.random.normal([4, 24, 64], seed=4)
     mask = tf.sequence_mask([24, 20, 9, 1], 24, dtype=tf.int32)

@@ -1,0 +1,71 @@
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from bert_tf.layers import dense_rows as dense_rows_module
+from bert_tf.layers.dense_rows import dense_rows, matmul_plus_bias
+from bert_tf.layers.onednn import onednn_enabled
+from tests.optimized_graph import optimized_op_types
+
+
+def _dense(units_in, units, dtype):
+    layer = keras.layers.Dense(units, dtype=dtype)
+    layer.build((None, units_in))
+    layer.bias.assign(tf.random.normal([units], seed=1))
+    return layer
+
+
+@pytest.fixture(params=[False, True], ids=["matmul_biasadd", "amx_form"])
+def amx_form(request, monkeypatch):
+    """Both forms of `matmul_plus_bias`, whatever this CPU is."""
+    monkeypatch.setattr(dense_rows_module, "amx_bfloat16_matmuls",
+                        lambda dtype: request.param and tf.as_dtype(dtype) == tf.bfloat16)
+    return request.param
+
+
+@pytest.mark.parametrize("dtype", ["float32", "mixed_bfloat16"])
+def test_equals_the_keras_layer_with_its_gradients(amx_form, dtype):
+    layer = _dense(24, 40, dtype)
+    rows = tf.random.normal([7, 24], seed=2)
+
+    def outputs_and_gradients(apply):
+        with tf.GradientTape() as tape:
+            tape.watch(rows)
+            outputs = tf.cast(apply(tf.cast(rows, layer.compute_dtype)), tf.float32)
+            objective = tf.reduce_sum(outputs ** 2)
+        return [outputs, *tape.gradient(objective, [rows] + layer.trainable_variables)]
+
+    ours = outputs_and_gradients(tf.function(lambda x: dense_rows(layer, x)))
+    ours_training = outputs_and_gradients(tf.function(lambda x: dense_rows(layer, x, training=True)))
+    keras_layer = outputs_and_gradients(layer)
+    # bfloat16 rounds at 2^-8 of each operand: a gradient summed over rows can cancel, so its
+    # elements are compared at that fraction of the largest.
+    tolerance = 1e-5 if dtype == "float32" else 1e-2
+    for a, a_training, b in zip(ours, ours_training, keras_layer, strict=True):
+        np.testing.assert_allclose(a, b, rtol=tolerance, atol=tolerance * np.abs(b).max())
+        np.testing.assert_allclose(a_training, b, rtol=tolerance, atol=tolerance * np.abs(b).max())
+
+
+def test_activation_is_applied_and_bias_may_be_left_out(amx_form):
+    layer = _dense(8, 4, "mixed_bfloat16")
+    rows = tf.cast(tf.random.normal([3, 8], seed=3), tf.bfloat16)
+    np.testing.assert_allclose(dense_rows(layer, rows, tf.nn.relu).numpy().astype(np.float32),
+                               tf.nn.relu(layer(rows)).numpy().astype(np.float32), atol=1e-2)
+    kernel = tf.cast(layer.kernel, tf.bfloat16)
+    np.testing.assert_array_equal(matmul_plus_bias(rows, kernel), tf.matmul(rows, kernel))
+
+
+@pytest.mark.skipif(not onednn_enabled(), reason="the fusion is oneDNN's")
+def test_the_amx_form_is_one_fused_onednn_matmul(amx_form):
+    layer = _dense(64, 96, "mixed_bfloat16")
+    ops = optimized_op_types(lambda x: dense_rows(layer, x),
+                             tf.cast(tf.random.normal([32, 64]), tf.bfloat16))
+    if amx_form:  # the multiply by 1 and the bias add as the matmul's post-ops
+        assert ops["_MklFusedBatchMatMulV2"] == 1 and not {"Mul", "AddV2"} & set(ops), ops
+    else:
+        assert ops["_FusedMatMul"] == 1, ops  # oneDNN's inner product, once TF places it
+    # Training keeps MatMul + BiasAdd, whose gradient is the cheaper.
+    ops = optimized_op_types(lambda x: dense_rows(layer, x, training=True),
+                             tf.cast(tf.random.normal([32, 64]), tf.bfloat16))
+    assert ops["_FusedMatMul"] == 1, ops
