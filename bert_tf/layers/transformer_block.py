@@ -122,11 +122,11 @@ class BertTransformerBlock(keras.layers.Layer):
         an unknown length from the second on); there the compilations outweighed the ~0.3 ms a
         call saves (`bench/finetune_time_to_accuracy.py --max_train_examples=4000`: 0.22 s per
         step against 0.19-0.21 without)."""
-        if not training:
-            return inference_layer_norm(residual + tf.cast(branch, tf.float32), layer_norm)
-        if self.compute_dtype == "bfloat16" and residual.shape.is_fully_defined():
+        if (training and self.compute_dtype == "bfloat16"
+                and residual.shape.is_fully_defined()):
             return residual_layer_norm(residual, branch, layer_norm)
-        return layer_norm(residual + tf.cast(branch, tf.float32))
+        summed = residual + tf.cast(branch, tf.float32)
+        return layer_norm(summed) if training else inference_layer_norm(summed, layer_norm)
 
     def compute_output_spec(self, hidden_states, input_mask, training=None,
                             with_first_token=False):

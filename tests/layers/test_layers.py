@@ -113,8 +113,8 @@ def test_attention_projection_layouts_agree(batch, dynamic_shapes, training):
     np.testing.assert_allclose(attend(x, mask), _textbook_attention(layer, x, mask), atol=1e-5)
 
 
-def _bfloat16_attention_and_inputs():
-    layer = BertSelfAttention(hidden_size=64, num_heads=4, dtype="mixed_bfloat16")
+def _attention_and_inputs(dtype):
+    layer = BertSelfAttention(hidden_size=64, num_heads=4, dtype=dtype)
     layer.build((None, None, 64))
     for i, dense in enumerate((layer.query, layer.key, layer.value)):
         dense.kernel.assign(tf.random.normal([64, 64], stddev=0.3, seed=20 + i))
@@ -128,7 +128,7 @@ def _bfloat16_attention_and_inputs():
 def test_bfloat16_inference_softmax_equals_float32_softmax_rounded(monkeypatch):
     # With oneDNN, inference feeds the bfloat16 scores to softmax directly; its probabilities
     # are float32 softmax's rounded to bfloat16, so the attended values are the same bits.
-    layer, x, mask = _bfloat16_attention_and_inputs()
+    layer, x, mask = _attention_and_inputs("mixed_bfloat16")
     direct = tf.function(lambda x: layer(x, mask))(x)
     monkeypatch.setattr(self_attention, "onednn_enabled", lambda: False)  # float32 softmax
     through_float32 = tf.function(lambda x: layer(x, mask))(x)
@@ -143,10 +143,7 @@ def test_scores_scale_and_mask_run_in_the_matmul(dtype, monkeypatch):
     # Without the AMX matmul form, whose projections are fused batched matmuls too.
     for module in (self_attention, dense_rows):
         monkeypatch.setattr(module, "amx_bfloat16_matmuls", lambda dtype: False)
-    layer = BertSelfAttention(hidden_size=64, num_heads=4, dtype=dtype)
-    x = tf.random.normal([4, 24, 64], seed=4)
-    mask = tf.sequence_mask([24, 20, 9, 1], 24, dtype=tf.int32)
-    layer(x, mask)
+    layer, x, mask = _attention_and_inputs(dtype)
     ops = optimized_op_types(lambda x: layer(x, mask), x)
     # The scores' matmul fused with `* scale + mask_bias`; the context's stays plain.
     assert ops["_MklFusedBatchMatMulV2"] == 1, ops
