@@ -83,7 +83,7 @@ def test_attention_and_its_gradients_equal_the_textbook_formulation(jit_compile)
             objective = tf.reduce_sum(outputs * weights)
         return outputs, tape.gradient(objective, [x] + layer.trainable_variables)
 
-    # training=True: the path with the written-out gradient (dropout rate 0).
+    # training=True: the training path (dropout rate 0) and TensorFlow's gradients of it.
     ours = outputs_and_gradients(lambda x: layer(x, mask, training=True))
     textbook = outputs_and_gradients(lambda x: _textbook_attention(layer, x, mask))
     np.testing.assert_allclose(ours[0], textbook[0], atol=1e-5)
@@ -98,7 +98,7 @@ def test_attention_and_its_gradients_equal_the_textbook_formulation(jit_compile)
 def test_attention_projection_layouts_agree(batch, dynamic_shapes, training):
     # Inference projects to heads by whichever layout copies less: 1 x 5 rows is fewer than
     # the 12 hidden units (2-D matmul, activations reordered), 4 x 5 more (kernel reordered);
-    # with unknown shapes the choice is a tf.cond. Training always takes the head-major form.
+    # with unknown shapes the choice is a tf.cond. Training always takes the 2-D form.
     # Inference leaves the key bias out (softmax removes it): the biases are not zero here.
     layer = BertSelfAttention(hidden_size=12, num_heads=3)
     layer.build((None, None, 12))
