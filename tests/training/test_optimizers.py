@@ -1,3 +1,5 @@
+import types
+
 import keras
 import numpy as np
 import pytest
@@ -76,17 +78,46 @@ def test_no_weight_decay_on_layer_norm_and_biases(variables, name, shrink):
         variable.assign(original)
 
 
-def test_gradients_are_clipped_by_their_global_norm(variables):
+@pytest.mark.parametrize("summed_by_train_step", [True, False])
+def test_gradients_are_clipped_by_their_global_norm(variables, summed_by_train_step):
+    # One replica: the clipping's scale is applied inside each variable's update loop.
     rng = np.random.default_rng(1)
     gradients = [tf.constant(rng.normal(size=v.shape), tf.float32) for v in variables]
     norm = float(tf.linalg.global_norm(gradients))
-    optimizer = create_optimizer("adamw", 0.0, variables, weight_decay_rate=0.0, clip_norm=0.5)
+    optimizer = create_optimizer("adamw", 0.0, variables, weight_decay_rate=0.0, clip_norm=0.5,
+                                 summed_by_train_step=summed_by_train_step)
+    assert optimizer._clips_in_update_step()
     optimizer.apply(gradients, variables)
     # Adam's first moment after one step is (1 - beta_1) * the (clipped) gradient.
     momentums = optimizer._momentums
     for gradient, momentum in zip(gradients, momentums):
         np.testing.assert_allclose(momentum.numpy(), 0.1 * gradient.numpy() * 0.5 / norm,
                                    rtol=1e-5, atol=1e-9)
+
+
+def test_gradients_summed_after_apply_are_clipped_before_the_sum(variables, monkeypatch):
+    # Under Model.fit with several replicas Keras clips each replica's gradient, then sums:
+    # the scale cannot wait for the update loop, which reads the sum.
+    optimizer = create_optimizer("adamw", 0.0, variables, clip_norm=0.5,
+                                 summed_by_train_step=False)
+    monkeypatch.setattr(optimizer, "_distribution_strategy",
+                        types.SimpleNamespace(num_replicas_in_sync=2))
+    assert not optimizer._clips_in_update_step()
+    rng = np.random.default_rng(3)
+    gradients = [tf.constant(rng.normal(size=v.shape), tf.float32) for v in variables]
+    for clipped, expected in zip(optimizer._clip_gradients(gradients),
+                                 tf.clip_by_global_norm(gradients, 0.5)[0], strict=True):
+        np.testing.assert_allclose(clipped, expected, rtol=1e-5, atol=1e-9)
+
+
+def test_a_non_finite_gradient_norm_makes_every_clipped_update_nan():
+    # Keras' rule for global-norm clipping: NaN everywhere, so that the loss shows it.
+    variables = [keras.Variable(np.ones((2, 3), np.float32), name="kernel"),
+                 keras.Variable(np.ones(3, np.float32), name="bias")]
+    optimizer = create_optimizer("adamw", 0.1, variables, clip_norm=1.0)
+    optimizer.apply([tf.constant([[1.0, np.inf, 0.0]] * 2), tf.ones(3)], variables)
+    for variable in variables:
+        assert np.isnan(variable.numpy()).all(), variable.path
 
 
 def test_float16_gets_dynamic_loss_scaling(variables):
