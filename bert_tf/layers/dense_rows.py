@@ -26,6 +26,10 @@ def dense_rows(layer, rows, activation=None, training=False):
     bias = tf.cast(layer.bias, layer.compute_dtype)
     if activation is None:
         return matmul_plus_bias(rows, kernel, bias, training)
+    if training and amx_bfloat16_matmuls(rows.dtype):
+        # Training's exact GELU is its own XLA loop anyway (`training_activation`): the matmul
+        # may as well run on the AMX tiles.
+        return activation(matmul_plus_bias(rows, kernel, bias, training))
     return activation(tf.nn.bias_add(tf.matmul(rows, kernel), bias))
 
 
@@ -41,13 +45,34 @@ def matmul_plus_bias(rows, kernel, bias=None, training=False):
     [3072, 768]` 13.8 -> 13.2 ms; BERT-base's bfloat16 forward 8 % faster. The 1 comes through
     `PlaceholderWithDefault` so that grappler does not fold the multiply away. In float32 the
     inner product is the faster (no AMX either way), and without AMX the two run at the same
-    rate, so everything else keeps MatMul + BiasAdd. So does training: the batched form's
-    gradient (the multiply's included) made bert_mini's bfloat16 pre-training step 4 % slower.
+    rate, so everything else keeps MatMul + BiasAdd.
+
+    Training on AMX takes the same form with its gradient written out as 2-D matmuls (which
+    run on the AMX tiles) and BiasAdd's: TensorFlow's own gradient of the batched form,
+    the multiply's included, made bert_mini's pre-training step 4 % slower than MatMul +
+    BiasAdd, this one 3-8 % faster (74.6 -> 76.9 / 80.7 seq/s) and MiniLM's fine-tuning step
+    at 32 x 16 tokens 10 % faster (140 -> 126 ms; 2-vCPU Xeon with AMX, alternating processes).
     """
     if bias is None:
         return tf.matmul(rows, kernel)
-    if training or not amx_bfloat16_matmuls(rows.dtype):
+    if not amx_bfloat16_matmuls(rows.dtype):
         return tf.nn.bias_add(tf.matmul(rows, kernel), bias)
+    if training:
+        return _amx_matmul_plus_bias_with_2d_gradient(rows, kernel, bias)
+    return _amx_matmul_plus_bias(rows, kernel, bias)
+
+
+def _amx_matmul_plus_bias(rows, kernel, bias):
+    """`rows @ kernel + bias` in the form grappler fuses into `_MklFusedBatchMatMulV2`."""
     one = tf.raw_ops.PlaceholderWithDefault(input=tf.constant(1.0, rows.dtype), shape=[])
     batched = tf.matmul(rows[tf.newaxis, tf.newaxis], kernel[tf.newaxis, tf.newaxis])
     return (batched * one + bias[tf.newaxis, tf.newaxis, tf.newaxis])[0, 0]
+
+
+@tf.custom_gradient
+def _amx_matmul_plus_bias_with_2d_gradient(rows, kernel, bias):
+    def gradient(upstream):
+        return (tf.matmul(upstream, kernel, transpose_b=True),
+                tf.matmul(rows, upstream, transpose_a=True),
+                tf.raw_ops.BiasAddGrad(out_backprop=upstream))  # as BiasAdd's gradient
+    return _amx_matmul_plus_bias(rows, kernel, bias), gradient

@@ -105,7 +105,8 @@ class BertTransformerBlock(keras.layers.Layer):
         attended = self.dropout(attended, training=training)
         hidden = self._add_and_norm(self.attention_layer_norm, residual, attended, training)
         activation = self._training_activation_fn if training else self._activation_fn
-        inner = dense_rows(self.intermediate, tf.cast(hidden, self.compute_dtype), activation)
+        inner = dense_rows(self.intermediate, tf.cast(hidden, self.compute_dtype), activation,
+                           training)
         output = self.dropout(dense_rows(self.output_dense, inner, training=training),
                               training=training)
         return self._add_and_norm(self.output_layer_norm, hidden, output, training)

@@ -50,8 +50,11 @@ def test_equals_the_keras_layer_with_its_gradients(amx_form, dtype):
 def test_activation_is_applied_and_bias_may_be_left_out(amx_form):
     layer = _dense(8, 4, "mixed_bfloat16")
     rows = tf.cast(tf.random.normal([3, 8], seed=3), tf.bfloat16)
-    np.testing.assert_allclose(dense_rows(layer, rows, tf.nn.relu).numpy().astype(np.float32),
-                               tf.nn.relu(layer(rows)).numpy().astype(np.float32), atol=1e-2)
+    expected = tf.nn.relu(layer(rows)).numpy().astype(np.float32)
+    for training in (False, True):
+        np.testing.assert_allclose(
+            dense_rows(layer, rows, tf.nn.relu, training).numpy().astype(np.float32), expected,
+            atol=1e-2)
     kernel = tf.cast(layer.kernel, tf.bfloat16)
     np.testing.assert_array_equal(matmul_plus_bias(rows, kernel), tf.matmul(rows, kernel))
 
@@ -65,7 +68,17 @@ def test_the_amx_form_is_one_fused_onednn_matmul(amx_form):
         assert ops["_MklFusedBatchMatMulV2"] == 1 and not {"Mul", "AddV2"} & set(ops), ops
     else:
         assert ops["_FusedMatMul"] == 1, ops  # oneDNN's inner product, once TF places it
-    # Training keeps MatMul + BiasAdd, whose gradient is the cheaper.
-    ops = optimized_op_types(lambda x: dense_rows(layer, x, training=True),
-                             tf.cast(tf.random.normal([32, 64]), tf.bfloat16))
-    assert ops["_FusedMatMul"] == 1, ops
+    # Training: the same forward, its gradient as 2-D matmuls (a batched matmul's own gradient
+    # is the slower).
+    def gradients(x):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            outputs = dense_rows(layer, x, training=True)
+        return [outputs, *tape.gradient(outputs, [x, layer.kernel])]
+
+    ops = optimized_op_types(gradients, tf.cast(tf.random.normal([32, 64]), tf.bfloat16))
+    if amx_form:
+        assert ops["_MklFusedBatchMatMulV2"] == 1 and ops["MatMul"] == 2, ops
+        assert not {"BatchMatMulV2", "_MklBatchMatMulV2"} & set(ops), ops
+    else:
+        assert ops["_FusedMatMul"] == 1 and ops["MatMul"] == 2, ops
