@@ -65,7 +65,11 @@ def matmul_plus_bias(rows, kernel, bias=None, training=False):
 def _amx_matmul_plus_bias(rows, kernel, bias):
     """`rows @ kernel + bias` in the form grappler fuses into `_MklFusedBatchMatMulV2`."""
     one = tf.raw_ops.PlaceholderWithDefault(input=tf.constant(1.0, rows.dtype), shape=[])
-    batched = tf.matmul(rows[tf.newaxis, tf.newaxis], kernel[tf.newaxis, tf.newaxis])
+    # A reshape, not `rows[tf.newaxis, tf.newaxis]`: grappler fuses only when it knows the
+    # rank, and it does not know the shape of what an XLA function returns (training's
+    # LayerNorm and GELU), while Reshape's shape gives it.
+    batched = tf.matmul(tf.reshape(rows, [1, 1, -1, kernel.shape[0]]),
+                        kernel[tf.newaxis, tf.newaxis])
     return (batched * one + bias[tf.newaxis, tf.newaxis, tf.newaxis])[0, 0]
 
 

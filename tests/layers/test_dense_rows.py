@@ -59,6 +59,9 @@ def test_activation_is_applied_and_bias_may_be_left_out(amx_form):
     np.testing.assert_array_equal(matmul_plus_bias(rows, kernel), tf.matmul(rows, kernel))
 
 
+_doubled_by_xla = tf.function(lambda x: x * 2, jit_compile=True)
+
+
 @pytest.mark.skipif(not onednn_enabled(), reason="the fusion is oneDNN's")
 def test_the_amx_form_is_one_fused_onednn_matmul(amx_form):
     layer = _dense(64, 96, "mixed_bfloat16")
@@ -73,7 +76,8 @@ def test_the_amx_form_is_one_fused_onednn_matmul(amx_form):
     def gradients(x):
         with tf.GradientTape() as tape:
             tape.watch(x)
-            outputs = dense_rows(layer, x, training=True)
+            # Rows from an XLA function, as training's LayerNorm and GELU hand them on.
+            outputs = dense_rows(layer, _doubled_by_xla(x), training=True)
         return [outputs, *tape.gradient(outputs, [x, layer.kernel])]
 
     ops = optimized_op_types(gradients, tf.cast(tf.random.normal([32, 64]), tf.bfloat16))
