@@ -50,8 +50,9 @@ def matmul_plus_bias(rows, kernel, bias=None, training=False):
     Training on AMX takes the same form with its gradient written out as 2-D matmuls (which
     run on the AMX tiles) and BiasAdd's: TensorFlow's own gradient of the batched form,
     the multiply's included, made bert_mini's pre-training step 4 % slower than MatMul +
-    BiasAdd, this one 3-8 % faster (74.6 -> 76.9 / 80.7 seq/s) and MiniLM's fine-tuning step
-    at 32 x 16 tokens 10 % faster (140 -> 126 ms; 2-vCPU Xeon with AMX, alternating processes).
+    BiasAdd, this one 5-6 % faster (74.7-75.6 -> 79.2-79.6 seq/s), and MiniLM's fine-tuning
+    step 10 % faster at 32 x 16 tokens (136-140 -> 124 ms), 13 % at 32 x 32 (244-249 -> 214;
+    2-vCPU Xeon with AMX, alternating processes).
     """
     if bias is None:
         return tf.matmul(rows, kernel)
