@@ -24,12 +24,11 @@ def dense_rows(layer, rows, activation=None, training=False):
     """
     kernel = tf.cast(layer.kernel, layer.compute_dtype)
     bias = tf.cast(layer.bias, layer.compute_dtype)
-    if activation is None:
-        return matmul_plus_bias(rows, kernel, bias, training)
-    if training and amx_bfloat16_matmuls(rows.dtype):
-        # Training's exact GELU is its own XLA loop anyway (`training_activation`): the matmul
-        # may as well run on the AMX tiles.
-        return activation(matmul_plus_bias(rows, kernel, bias, training))
+    if activation is None or training:
+        # Training's exact GELU in bfloat16 is its own XLA loop anyway (`training_activation`),
+        # and in float32 grappler fuses it into MatMul + BiasAdd all the same.
+        output = matmul_plus_bias(rows, kernel, bias, training)
+        return output if activation is None else activation(output)
     return activation(tf.nn.bias_add(tf.matmul(rows, kernel), bias))
 
 
@@ -56,11 +55,15 @@ def matmul_plus_bias(rows, kernel, bias=None, training=False):
     """
     if bias is None:
         return tf.matmul(rows, kernel)
-    if not amx_bfloat16_matmuls(rows.dtype):
-        return tf.nn.bias_add(tf.matmul(rows, kernel), bias)
-    if training:
-        return _amx_matmul_plus_bias_with_2d_gradient(rows, kernel, bias)
-    return _amx_matmul_plus_bias(rows, kernel, bias)
+    forward = _amx_matmul_plus_bias if amx_bfloat16_matmuls(rows.dtype) else _matmul_bias_add
+    if training and rows.dtype == tf.bfloat16:
+        return _with_dense_gradient(forward)(rows, kernel, bias)
+    return forward(rows, kernel, bias)
+
+
+def _matmul_bias_add(rows, kernel, bias):
+    """`rows @ kernel + bias` in the form grappler fuses into oneDNN's inner product."""
+    return tf.nn.bias_add(tf.matmul(rows, kernel), bias)
 
 
 def _amx_matmul_plus_bias(rows, kernel, bias):
@@ -74,10 +77,19 @@ def _amx_matmul_plus_bias(rows, kernel, bias):
     return (batched * one + bias[tf.newaxis, tf.newaxis, tf.newaxis])[0, 0]
 
 
-@tf.custom_gradient
-def _amx_matmul_plus_bias_with_2d_gradient(rows, kernel, bias):
-    def gradient(upstream):
-        return (tf.matmul(upstream, kernel, transpose_b=True),
-                tf.matmul(rows, upstream, transpose_a=True),
-                tf.raw_ops.BiasAddGrad(out_backprop=upstream))  # as BiasAdd's gradient
-    return _amx_matmul_plus_bias(rows, kernel, bias), gradient
+def _with_dense_gradient(forward):
+    """`forward(rows, kernel, bias)` (bfloat16) with the gradient of `rows @ kernel + bias`
+    written out: 2-D matmuls, and the bias's as a column sum, which TensorFlow accumulates in
+    float32. `BiasAddGrad`, BiasAdd's own gradient, sums bfloat16 in bfloat16: on `[512, 1536]`
+    of standard normals its column sums were off by up to 3.6 (of ~22) against 0.22 for
+    `reduce_sum` (bfloat16's rounding), and it took 582 against 368 us per call (AMX Xeon)."""
+
+    @tf.custom_gradient
+    def dense(rows, kernel, bias):
+        def gradient(upstream):
+            return (tf.matmul(upstream, kernel, transpose_b=True),
+                    tf.matmul(rows, upstream, transpose_a=True),
+                    tf.reduce_sum(upstream, axis=0))
+        return forward(rows, kernel, bias), gradient
+
+    return dense

@@ -86,3 +86,18 @@ def test_the_amx_form_is_one_fused_onednn_matmul(amx_form):
         assert not {"BatchMatMulV2", "_MklBatchMatMulV2"} & set(ops), ops
     else:
         assert ops["_FusedMatMul"] == 1 and ops["MatMul"] == 2, ops
+
+
+def test_bfloat16_training_sums_the_bias_gradient_in_float32(amx_form):
+    # BiasAdd's own gradient (`BiasAddGrad`) sums bfloat16 in bfloat16: over 2048 rows its
+    # column sums drift far beyond bfloat16's rounding of the float32 sum.
+    layer = _dense(32, 64, "mixed_bfloat16")
+    rows = tf.cast(tf.random.normal([2048, 32], seed=5), tf.bfloat16)
+    upstream = tf.cast(tf.random.normal([2048, 64], seed=6), tf.bfloat16)
+    with tf.GradientTape() as tape:
+        outputs = dense_rows(layer, rows, training=True)
+        objective = tf.reduce_sum(tf.cast(outputs * upstream, tf.float32))
+    bias_gradient = tape.gradient(objective, layer.bias)
+    expected = tf.reduce_sum(tf.cast(upstream, tf.float32), axis=0).numpy()
+    np.testing.assert_allclose(bias_gradient, expected, rtol=1e-2,
+                               atol=1e-2 * np.abs(expected).max())
