@@ -29,7 +29,7 @@ def dense_rows(layer, rows, activation=None, training=False):
         # and in float32 grappler fuses it into MatMul + BiasAdd all the same.
         output = matmul_plus_bias(rows, kernel, bias, training)
         return output if activation is None else activation(output)
-    return activation(tf.nn.bias_add(tf.matmul(rows, kernel), bias))
+    return activation(_matmul_bias_add(rows, kernel, bias))
 
 
 def matmul_plus_bias(rows, kernel, bias=None, training=False):
@@ -46,10 +46,12 @@ def matmul_plus_bias(rows, kernel, bias=None, training=False):
     inner product is the faster (no AMX either way), and without AMX the two run at the same
     rate, so everything else keeps MatMul + BiasAdd.
 
-    Training on AMX takes the same form with its gradient written out as 2-D matmuls (which
-    run on the AMX tiles) and BiasAdd's: TensorFlow's own gradient of the batched form,
-    the multiply's included, made bert_mini's pre-training step 4 % slower than MatMul +
-    BiasAdd, this one 5-6 % faster (74.7-75.6 -> 79.2-79.6 seq/s), and MiniLM's fine-tuning
+    bfloat16 training writes the gradient out (`_with_dense_gradient`: 2-D matmuls, on the AMX
+    tiles where the CPU has them, and a float32-accumulated column sum for the bias) under
+    either form.
+    On AMX it takes the batched form: TensorFlow's own gradient of it, the multiply's
+    included, made bert_mini's pre-training step 4 % slower than MatMul + BiasAdd, the
+    written-out one 5-6 % faster (74.7-75.6 -> 79.2-79.6 seq/s), and MiniLM's fine-tuning
     step 10 % faster at 32 x 16 tokens (136-140 -> 124 ms), 13 % at 32 x 32 (244-249 -> 214;
     2-vCPU Xeon with AMX, alternating processes).
     """

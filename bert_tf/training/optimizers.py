@@ -69,16 +69,19 @@ class FusedAdamW(keras.optimizers.AdamW):
     # Set by `_SummedByTrainStep`: the gradients reaching `apply` are already summed over replicas.
     _gradients_arrive_summed = False
 
+    def _clips_by_global_norm(self):
+        return bool(self.global_clipnorm) and self.global_clipnorm > 0
+
     def _clips_in_update_step(self):
         """Whether the global-norm clipping is left to `_backend_update_step`: when nothing sums
         the gradients between the two (one replica, or summed before `apply`), so that the
         clipped gradient is the one each update reads."""
-        return (bool(self.global_clipnorm) and self.global_clipnorm > 0
-                and (self._gradients_arrive_summed
-                     or self._distribution_strategy.num_replicas_in_sync == 1))
+        return self._clips_by_global_norm() and (
+            self._gradients_arrive_summed
+            or self._distribution_strategy.num_replicas_in_sync == 1)
 
     def _clip_gradients(self, grads):
-        if not (self.global_clipnorm and self.global_clipnorm > 0):
+        if not self._clips_by_global_norm():
             return super()._clip_gradients(grads)
         grads = [_distinct_rows(g) if isinstance(g, tf.IndexedSlices) else g for g in grads]
         if self._clips_in_update_step():
