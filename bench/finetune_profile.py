@@ -8,8 +8,13 @@ count twice).
 (docs/PERFORMANCE.md, "Fine-tuning time to accuracy"). SST-2 batches average ~470 tokens
 (32 x ~15), hence the default shape.
 
+`--timed_seq_lengths` then times the median step at each length, in that order, in the same
+process (after the first, Keras traces the step with an unknown length, as in a fine-tuning run);
+how two commits were compared step for step (in alternating processes).
+
 Example:
     .venv/bin/python bench/finetune_profile.py --batch_size=32 --seq_length=16
+    .venv/bin/python bench/finetune_profile.py --timed_seq_lengths=16,32 --timed_steps=50
 """
 
 import os
@@ -36,6 +41,19 @@ flags.DEFINE_integer("seq_length", 16, "Tokens per example (the batch's padded l
 flags.DEFINE_enum("mixed_precision", "bfloat16", list(MIXED_PRECISION), "As run_classifier.py.")
 flags.DEFINE_integer("profiled_steps", 10, "Steps in the trace.")
 flags.DEFINE_integer("top", 25, "Rows of each table.")
+flags.DEFINE_list("timed_seq_lengths", [], "After the profile, time the step at these lengths.")
+flags.DEFINE_integer("timed_steps", 50, "Steps timed at each of --timed_seq_lengths.")
+
+
+def _batches(seq_length):
+    """One fixed batch of random ids, `--batch_size` x `seq_length`, repeated."""
+    rng = np.random.default_rng(0)
+    shape = (FLAGS.batch_size, seq_length)
+    features = {"input_word_ids": rng.integers(1000, 30000, shape).astype(np.int32),
+                "input_mask": np.ones(shape, np.int32),
+                "input_type_ids": np.zeros(shape, np.int32)}
+    labels = {"logits": rng.integers(0, 2, FLAGS.batch_size).astype(np.int32)}
+    return iter(tf.data.Dataset.from_tensors((features, labels)).repeat())
 
 
 def main(argv):
@@ -47,23 +65,25 @@ def main(argv):
     with tempfile.TemporaryDirectory() as output_dir:
         FineTuner(model, output_dir, num_train_steps=10_000, learning_rate=1e-4,
                   loss={"logits": keras.losses.SparseCategoricalCrossentropy(from_logits=True)})
-        rng = np.random.default_rng(0)
-        shape = (FLAGS.batch_size, FLAGS.seq_length)
-        features = {"input_word_ids": rng.integers(1000, 30000, shape).astype(np.int32),
-                    "input_mask": np.ones(shape, np.int32),
-                    "input_type_ids": np.zeros(shape, np.int32)}
-        labels = {"logits": rng.integers(0, 2, FLAGS.batch_size).astype(np.int32)}
-        batches = iter(tf.data.Dataset.from_tensors((features, labels)).repeat())
         model.make_train_function()
 
-        def step():
-            keras.ops.convert_to_numpy(model.train_function(batches)["loss"])
+        def step_on(batches):
+            def step():
+                keras.ops.convert_to_numpy(model.train_function(batches)["loss"])
+            for _ in range(10):  # traces, oneDNN primitives, the optimizer's XLA loops
+                step()
+            return step
 
-        for _ in range(10):  # traces, oneDNN primitives, the optimizer's XLA loops
-            step()
+        step = step_on(_batches(FLAGS.seq_length))
         report = profile_report(stopwatch(step), FLAGS.profiled_steps, FLAGS.top)
-    print(f"\n{cpu_description()}\nMiniLM classifier train step, batch {FLAGS.batch_size} x "
-          f"{FLAGS.seq_length} tokens, {FLAGS.mixed_precision}, per step: {report}")
+        print(f"\n{cpu_description()}\nMiniLM classifier train step, batch {FLAGS.batch_size} x "
+              f"{FLAGS.seq_length} tokens, {FLAGS.mixed_precision}, per step: {report}")
+        for seq_length in FLAGS.timed_seq_lengths:
+            timer = stopwatch(step_on(_batches(int(seq_length))))
+            times = [timer() for _ in range(FLAGS.timed_steps)]
+            print(f"{FLAGS.batch_size} x {seq_length} tokens: median step "
+                  f"{1000 * np.median(times):.1f} ms, best {1000 * min(times):.1f} ms "
+                  f"of {FLAGS.timed_steps}")
 
 
 if __name__ == "__main__":
