@@ -128,7 +128,8 @@ def profile_report(timer, traced_runs, top):
 
 def cpu_description():
     """The CPU model and whether it has AMX and AVX512-BF16 (what decides bfloat16 speed), e.g.
-    "AMD EPYC (avx512_bf16, no AMX)"."""
+    "AMD EPYC (avx512_bf16, no AMX)", and oneDNN's ISA cap when `ONEDNN_MAX_CPU_ISA` sets one
+    (every system in the run inherits it: TensorFlow's and PyTorch's oneDNN both honour it)."""
     model, flags = "unknown CPU", set()
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as f:
@@ -142,7 +143,8 @@ def cpu_description():
         pass
     amx = "AMX" if {"amx_bf16", "amx_tile"} & flags else "no AMX"
     bf16 = "avx512_bf16" if "avx512_bf16" in flags else "no avx512_bf16"
-    return f"{model} ({bf16}, {amx})"
+    cap = os.environ.get("ONEDNN_MAX_CPU_ISA") or os.environ.get("DNNL_MAX_CPU_ISA")
+    return f"{model} ({bf16}, {amx}" + (f"; oneDNN capped at {cap})" if cap else ")")
 
 
 def machine_load():

@@ -12,6 +12,7 @@ Example:
 """
 
 import functools
+import os
 
 import tensorflow as tf
 
@@ -38,7 +39,16 @@ def _cpu_has_amx():
     return False
 
 
+def onednn_isa_allows_amx():
+    """False when `ONEDNN_MAX_CPU_ISA` (or its older name `DNNL_MAX_CPU_ISA`) caps oneDNN below
+    AMX, e.g. `AVX512_CORE_BF16`: oneDNN then runs bfloat16 matmuls on AVX-512 as a CPU without
+    AMX would, and the layers must pick that CPU's forms too. Unset, `ALL` or `DEFAULT`: True."""
+    cap = os.environ.get("ONEDNN_MAX_CPU_ISA") or os.environ.get("DNNL_MAX_CPU_ISA") or "ALL"
+    return cap.upper() in ("ALL", "DEFAULT") or "AMX" in cap.upper()
+
+
 def amx_bfloat16_matmuls(dtype):
     """Whether matmuls in `dtype` run on AMX tiles here: bfloat16, oneDNN, a CPU with AMX-BF16
-    (Intel Xeon from Sapphire Rapids on)."""
-    return tf.as_dtype(dtype) == tf.bfloat16 and onednn_enabled() and _cpu_has_amx()
+    (Intel Xeon from Sapphire Rapids on) and no `ONEDNN_MAX_CPU_ISA` below AMX."""
+    return (tf.as_dtype(dtype) == tf.bfloat16 and onednn_enabled() and _cpu_has_amx()
+            and onednn_isa_allows_amx())
