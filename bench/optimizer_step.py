@@ -13,7 +13,6 @@ Example:
 import os
 import subprocess
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # bench/ helpers
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -22,7 +21,8 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 from absl import app, flags  # noqa: E402
 
-from benchmarking import MINILM, PEER_PYTHON, cpu_description, machine_load  # noqa: E402
+from benchmarking import (MINILM, PEER_PYTHON, cpu_description, machine_load,  # noqa: E402
+                          stopwatch)
 
 FLAGS = flags.FLAGS
 flags.DEFINE_integer("steps", 30, "Timed steps.")
@@ -78,13 +78,9 @@ def bert_tf_step_times():
         optimizer.apply(gradients, variables)
         return optimizer.iterations
 
-    apply(gradients).numpy()
-    times = []
-    for _ in range(FLAGS.steps):
-        start = time.perf_counter()
-        apply(gradients).numpy()
-        times.append(time.perf_counter() - start)
-    return sum(int(np.prod(v.shape)) for v in variables), times
+    step = stopwatch(lambda: apply(gradients).numpy())
+    step()  # traces, compiles the XLA loops
+    return sum(int(np.prod(v.shape)) for v in variables), [step() for _ in range(FLAGS.steps)]
 
 
 def main(argv):

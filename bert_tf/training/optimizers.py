@@ -176,11 +176,12 @@ def _adamw_rows_update(variable, m, v, rows, row_gradients, gradient_scale, *hyp
 
 
 @tf.function(jit_compile=True)
-def _adamw_decay(variable, m, v, *hyperparameters):
+def _adamw_decay(variable, m, v, learning_rate, *hyperparameters):
     """`_adamw_update` with a zero gradient: what Adam does to the rows a batch did not touch."""
     handles = (variable, m, v)
-    old = _read(handles, hyperparameters[0].dtype)
-    _assign(handles, _adamw_step(*old, tf.zeros((), old[0].dtype), *hyperparameters))
+    dtype = learning_rate.dtype  # the variable's (`update_step` casts to it)
+    _assign(handles, _adamw_step(*_read(handles, dtype), tf.zeros((), dtype), learning_rate,
+                                 *hyperparameters))
 
 
 def _global_norm(grads):
