@@ -1,7 +1,8 @@
 """Encoder forward throughput of bert_tf against keras-hub and Hugging Face transformers, with MFU.
 
 One run measures, interleaved round by round so that every system sees the same machine load:
-  * bert_tf's `BertEncoder` in this process (a `tf.function` without ("plain") and with XLA),
+  * bert_tf's `BertEncoder` in this process (a `tf.function` without ("plain") and with XLA,
+    or called eagerly ("eager"), as in a notebook),
   * keras-hub's `BertBackbone` (TF 2.20, `bench/.venvs/keras_hub`, same modes and dtypes),
   * transformers' `BertModel` (PyTorch CPU eager, `bench/.venvs/torch`),
   * a large square matmul in this process, float32 and bfloat16, plain and XLA: the best of
@@ -43,6 +44,7 @@ from benchmarking import (MATMUL_PASSES, PEER_PYTHON, Peer, config_by_name,  # n
 from bert_tf import BertEncoder  # noqa: E402
 
 SYSTEMS = ("bert_tf", "keras_hub", "transformers")
+MODES = ("plain", "xla", "eager")
 # The Keras dtype policy of each dtype; the matmul peak of both bfloat16 dtypes is bfloat16's.
 DTYPES = {"float32": "float32", "bfloat16": "mixed_bfloat16", "bfloat16_weights": "bfloat16"}
 
@@ -53,7 +55,8 @@ flags.DEFINE_list("dtypes", ["float32", "bfloat16"],
                   f"Any of {', '.join(DTYPES)} (see the module docstring).")
 flags.DEFINE_list("systems", list(SYSTEMS), "Which of bert_tf, keras_hub, transformers to run.")
 flags.DEFINE_list("modes", ["plain", "xla"],
-                  "TensorFlow execution: plain tf.function and/or XLA (jit_compile). "
+                  "TensorFlow execution: plain tf.function, XLA (jit_compile) and/or eager (the "
+                  "model called as it is, outside any tf.function, as in a notebook). "
                   "transformers always runs eager.")
 flags.DEFINE_integer("batch_size", 32, "Sequences per forward pass.")
 flags.DEFINE_integer("seq_length", 128, "Tokens per sequence.")
@@ -108,9 +111,9 @@ class OurEncoders:
                    else ("pooled_output",))
         # One encoder call, then its outputs (a comprehension over `encoder(x)[k]` would run
         # the encoder once per fetched output).
-        forward = tf.function(lambda x: [outputs[k] for outputs in [encoder(x, training=False)]
-                                         for k in fetched],
-                              jit_compile=(mode == "xla"))
+        def call(x):
+            return [outputs[k] for outputs in [encoder(x, training=False)] for k in fetched]
+        forward = call if mode == "eager" else tf.function(call, jit_compile=(mode == "xla"))
         forward(feed)  # trace, compile, create oneDNN primitives
         return (stopwatch(lambda: [t.numpy() for t in forward(feed)]),
                 forward(feed)[0].numpy())
@@ -133,6 +136,9 @@ def run_benchmark():
     unknown = set(FLAGS.systems) - set(SYSTEMS)
     if unknown:
         raise app.UsageError(f"--systems: unknown {sorted(unknown)}; known: {SYSTEMS}")
+    unknown = set(FLAGS.modes) - set(MODES)
+    if unknown:
+        raise app.UsageError(f"--modes: unknown {sorted(unknown)}; known: {MODES}")
     unknown = set(FLAGS.dtypes) - set(DTYPES)
     if unknown:
         raise app.UsageError(f"--dtypes: unknown {sorted(unknown)}; known: {list(DTYPES)}")
@@ -156,7 +162,8 @@ def run_benchmark():
 
     rows, timers = [], {}
     for dtype in sorted({matmul_dtype(d) for d in FLAGS.dtypes}):
-        for mode in FLAGS.modes:
+        # The matmul peak is a graph's (plain and/or XLA) whatever the modes.
+        for mode in [m for m in FLAGS.modes if m != "eager"] or ["plain"]:
             row = dict(system="matmul", config=f"{FLAGS.matmul_size}^3", dtype=dtype, mode=mode,
                        flops=2 * FLAGS.matmul_size ** 3, best=float("inf"))
             timers[id(row)] = matmul_timer(dtype, mode, FLAGS.matmul_size)

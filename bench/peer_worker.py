@@ -79,8 +79,9 @@ class KerasHubPeer:
         feed = {"token_ids": self.tf.constant(inputs["input_word_ids"], self.tf.int32),
                 "segment_ids": self.tf.constant(inputs["input_type_ids"], self.tf.int32),
                 "padding_mask": self.tf.constant(inputs["input_mask"], self.tf.int32)}
-        forward = self.tf.function(lambda x: backbone(x, training=False)["pooled_output"],
-                                   jit_compile=(mode == "xla"))
+        def call(x):
+            return backbone(x, training=False)["pooled_output"]
+        forward = call if mode == "eager" else self.tf.function(call, jit_compile=(mode == "xla"))
         return lambda: np.asarray(self.tf.cast(forward(feed), self.tf.float32))
 
     def build_pretraining(self, config, mode, inputs, learning_rate, dtype="float32"):

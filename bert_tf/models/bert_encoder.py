@@ -1,12 +1,19 @@
 """`BertEncoder`: the BERT network, dict in and dict out."""
 
+import weakref
+
 import keras
+import tensorflow as tf
 
 from bert_tf.config import BertConfig
 from bert_tf.layers.embeddings import BertEmbeddings
 from bert_tf.layers.transformer_block import BertTransformerBlock
 
 INPUT_KEYS = ("input_word_ids", "input_mask", "input_type_ids")
+
+# Each encoder's inference graph for eager calls (see `BertEncoder.call`). Kept here, not as an
+# attribute: SavedModel export saves every `tf.function` it finds among a model's attributes.
+_GRAPH_INFERENCE = weakref.WeakKeyDictionary()
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
@@ -77,6 +84,32 @@ class BertEncoder(keras.Model):
         self.embeddings = embeddings
         self.transformer_blocks = blocks
         self.pooler = pooler
+
+    def call(self, inputs, training=None, mask=None):
+        """The outputs dict. Called eagerly for inference (a notebook's `encoder(inputs)`), it
+        runs as one `tf.function` instead of op by op: eagerly, none of grappler's fusions
+        happen (matmul + bias + GELU, the scores' scale and mask, LayerNorm), and BERT-base at
+        batch 32 x 128 took 3.08 s in float32 and 1.87 s in `mixed_bfloat16` against 2.23 and
+        0.80 s as a graph (2-vCPU Xeon with AMX). Training, graphs (`fit`, `predict`, exports)
+        and `run_eagerly=True` take the functional graph as it is."""
+        if not self._eager_inference(inputs, training):
+            return super().call(inputs, training=training, mask=mask)
+        function = _GRAPH_INFERENCE.get(self)
+        if function is None:
+            encoder = weakref.ref(self)
+            function = tf.function(
+                lambda inputs: super(BertEncoder, encoder()).call(inputs, training=False),
+                reduce_retracing=True)
+            _GRAPH_INFERENCE[self] = function
+        return function(inputs)
+
+    def _eager_inference(self, inputs, training):
+        if training or not tf.executing_eagerly() or self.run_eagerly:
+            return False
+        # Too long an input goes op by op, where the embeddings raise their ValueError naming
+        # the lengths (the graph, traced for any length, can only fail when it runs).
+        ids = inputs.get("input_word_ids") if isinstance(inputs, dict) else None
+        return ids is None or keras.ops.shape(ids)[-1] <= self.config.max_position_embeddings
 
     def get_config(self):
         return {"name": self.name, "trainable": self.trainable, "config": self.config.to_dict(),

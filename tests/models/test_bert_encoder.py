@@ -54,14 +54,56 @@ def test_padding_does_not_change_real_token_outputs(encoder):
     np.testing.assert_allclose(long["pooled_output"], short["pooled_output"], atol=1e-5)
 
 
+def op_by_op(encoder, inputs):
+    """`encoder(inputs)` executed eagerly op by op (`run_eagerly`), not as its graph."""
+    encoder.run_eagerly = True
+    try:
+        return encoder(inputs)
+    finally:
+        encoder.run_eagerly = False
+
+
 @pytest.mark.parametrize("seq", [1, 5, 24])
 def test_eager_graph_and_xla_agree_at_any_length(encoder, seq):
     inputs = make_inputs(2, seq, seed=seq)
-    eager = encoder(inputs)
+    eager = op_by_op(encoder, inputs)
     graph = tf.function(encoder)(inputs)
     xla = tf.function(encoder, jit_compile=True)(inputs)
+    assert_outputs_close(encoder(inputs), eager, atol=1e-5)
     assert_outputs_close(graph, eager, atol=1e-5)
     assert_outputs_close(xla, eager, atol=1e-5)
+
+
+def test_eager_inference_runs_one_graph_for_every_shape():
+    keras.utils.set_random_seed(2)
+    encoder = BertEncoder(SMALL)
+    from bert_tf.models.bert_encoder import _GRAPH_INFERENCE
+    for batch, seq in ((2, 5), (3, 9), (1, 17), (4, 3), (2, 5)):
+        inputs = make_inputs(batch, seq, seed=seq)
+        assert_outputs_close(encoder(inputs), op_by_op(encoder, inputs), atol=1e-5)
+    numpy_inputs = {k: v.numpy() for k, v in make_inputs(2, 6).items()}
+    assert_outputs_close(encoder(numpy_inputs), op_by_op(encoder, numpy_inputs), atol=1e-5)
+    # Shapes after the second relax to [None, None]: one more trace serves them all.
+    assert _GRAPH_INFERENCE[encoder].experimental_get_tracing_count() <= 3
+    # Gradients flow through it, and a tape does not make it trace again.
+    with tf.GradientTape() as tape:
+        pooled = encoder(make_inputs(2, 5))["pooled_output"]
+    gradient = tape.gradient(pooled, encoder.pooler.kernel)
+    assert gradient is not None and np.abs(gradient.numpy()).sum() > 0
+    assert _GRAPH_INFERENCE[encoder].experimental_get_tracing_count() <= 3
+
+
+def test_eager_inference_graph_is_not_exported(tmp_path):
+    def saved_attributes(encoder, name):
+        module = tf.Module()
+        module.encoder = encoder
+        tf.saved_model.save(module, str(tmp_path / name))
+        return set(dir(tf.saved_model.load(str(tmp_path / name)).encoder))
+
+    encoder = BertEncoder(SMALL)
+    before = saved_attributes(encoder, "before")
+    encoder(make_inputs(2, 5))
+    assert saved_attributes(encoder, "after") == before
 
 
 def test_too_long_input_is_a_clear_error(encoder):
