@@ -25,8 +25,8 @@ def dense_rows(layer, rows, activation=None, training=False):
     kernel = tf.cast(layer.kernel, layer.compute_dtype)
     bias = tf.cast(layer.bias, layer.compute_dtype)
     if activation is None or training:
-        # Training's exact GELU in bfloat16 is its own XLA loop anyway (`training_activation`),
-        # and in float32 grappler fuses it into MatMul + BiasAdd all the same.
+        # Training's exact GELU is its own XLA loop (`training_activation`): grappler cannot
+        # fuse an activation whose input the gradient needs.
         output = matmul_plus_bias(rows, kernel, bias, training)
         return output if activation is None else activation(output)
     return activation(_matmul_bias_add(rows, kernel, bias))

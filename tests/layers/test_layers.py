@@ -184,9 +184,10 @@ def test_fused_gelu_and_its_gradient_match_tensorflow_exact_gelu(dtype, toleranc
         np.testing.assert_allclose(g, e, rtol=tolerance, atol=tolerance)
 
 
-def test_training_activation_fuses_only_the_bfloat16_exact_gelu():
+def test_training_activation_fuses_only_the_exact_gelu():
     assert training_activation("gelu", "bfloat16") is fused_gelu
-    assert training_activation("gelu", "float32") is get_activation("gelu")
+    assert training_activation("gelu", "float32") is fused_gelu
+    assert training_activation("gelu", "float16") is get_activation("gelu")
     assert training_activation("gelu_new", "bfloat16") is get_activation("gelu_new")
 
 
