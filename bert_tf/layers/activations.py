@@ -59,10 +59,11 @@ def fused_gelu(x):
     """The exact GELU as one XLA loop forward and one backward (float32 inside).
 
     For training on CPU: there TensorFlow cannot fuse the GELU into the matmul (the gradient
-    needs its input) and runs it as separate element-wise ops, forward and backward. On a bert_base
-    FFN activation (4096 x 3072) the pass takes 118 against 19.5 ms in bfloat16 and 77.4 against
-    28.3 ms in float32 (`bench/gelu_bfloat16.py [--dtype=float32]`); bert_base's float32
-    pre-training step went 3.70-3.79 -> 3.91-3.99 seq/s (AMX Xeon, 2 vCPU, alternating runs).
+    needs its input) and runs it as separate element-wise ops, forward and backward. On a
+    bert_base FFN activation (4096 x 3072) the pass takes 118 against 19.5 ms in bfloat16 and
+    75.0 against 27.6 ms in float32 (`bench/gelu_bfloat16.py [--dtype=float32]`); bert_base's
+    float32 pre-training step went 3.70-3.79 -> 3.91-3.99 seq/s (AMX Xeon, 2 vCPU, alternating
+    runs).
 
     Example:
         >>> fused_gelu(tf.constant([1.0], tf.bfloat16))  # 0.8413 in bfloat16
