@@ -67,8 +67,9 @@ def bert_tf_step_times():
     def gradient(variable):
         if variable.shape[0] == MINILM.vocab_size:  # the word embeddings: rows, as Keras gives
             rows = rng.choice(MINILM.vocab_size, FLAGS.embedding_rows, replace=False)
-            return tf.IndexedSlices(tf.random.normal([FLAGS.embedding_rows, variable.shape[1]]) * 1e-3,
-                                    tf.constant(rows, tf.int32), tf.constant(variable.shape))
+            values = tf.random.normal([FLAGS.embedding_rows, variable.shape[1]]) * 1e-3
+            return tf.IndexedSlices(values, tf.constant(rows, tf.int32),
+                                    tf.constant(variable.shape))
         return tf.random.normal(variable.shape) * 1e-3
 
     gradients = [gradient(v) for v in variables]

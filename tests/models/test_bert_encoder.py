@@ -6,6 +6,7 @@ import pytest
 import tensorflow as tf
 
 from bert_tf import BertConfig, BertEncoder
+from bert_tf.models.bert_encoder import _GRAPH_INFERENCE
 from tests.harness import assert_outputs_close
 from tests.models.numpy_bert import numpy_bert_forward, numpy_weights
 
@@ -77,7 +78,6 @@ def test_eager_graph_and_xla_agree_at_any_length(encoder, seq):
 def test_eager_inference_runs_one_graph_for_every_shape():
     keras.utils.set_random_seed(2)
     encoder = BertEncoder(SMALL)
-    from bert_tf.models.bert_encoder import _GRAPH_INFERENCE
     for batch, seq in ((2, 5), (3, 9), (1, 17), (4, 3), (2, 5)):
         inputs = make_inputs(batch, seq, seed=seq)
         assert_outputs_close(encoder(inputs), op_by_op(encoder, inputs), atol=1e-5)
