@@ -55,6 +55,9 @@ flags.DEFINE_integer("requests_per_client", 200, "Requests each client sends.")
 flags.DEFINE_float("malformed_fraction", 0.1, "Share of requests that are bad on purpose.")
 flags.DEFINE_integer("max_batch_size", 32, "Server --max_batch_size.")
 flags.DEFINE_integer("batch_timeout_micros", 2000, "Server --batch_timeout_micros.")
+flags.DEFINE_integer("num_batch_threads", 1, "Server --num_batch_threads.")
+flags.DEFINE_integer("tensorflow_intra_op_parallelism", 0,
+                     "Server --tensorflow_intra_op_parallelism.")
 flags.DEFINE_integer("inprocess_iterations", 10, "Timed calls per batch size in process.")
 flags.DEFINE_float("time_limit", 1200, "Seconds after which clients stop sending.")
 flags.DEFINE_integer("big_text_clients", 16, "Concurrent requests of one big text each, after "
@@ -171,18 +174,24 @@ def free_port():
         return s.getsockname()[1]
 
 
+def batching_flags(**overrides):
+    """tools/serve.py's batching and thread-pool flags: this run's, or `overrides`' values."""
+    return [f"--{name}={overrides.get(name, FLAGS[name].value)}" for name in (
+        "max_batch_size", "batch_timeout_micros", "num_batch_threads",
+        "tensorflow_intra_op_parallelism")]
+
+
 class Server:
     """tools/serve.py in a subprocess, found through its ready line."""
 
     READY = re.compile(r"gRPC at 127\.0\.0\.1:(\d+), REST at http://127\.0\.0\.1:(\d+)")
 
-    def __init__(self, base_path, model_name, max_batch_size, batch_timeout_micros):
+    def __init__(self, base_path, model_name, batching_flags):
         rest_port = free_port()
         self.process = subprocess.Popen(
             [sys.executable, os.path.join(REPO_ROOT, "tools", "serve.py"),
              f"--model_base_path={base_path}", f"--model_name={model_name}", "--port=0",
-             f"--rest_api_port={rest_port}", f"--max_batch_size={max_batch_size}",
-             f"--batch_timeout_micros={batch_timeout_micros}",
+             f"--rest_api_port={rest_port}", *batching_flags,
              "--file_system_poll_wait_seconds=0"],
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
             env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
@@ -421,7 +430,7 @@ def main(argv):
             print(f"in-process batch {row['batch_size']}: median {row['median_ms']:.1f} ms, "
                   f"p90 {row['p90_ms']:.1f} ms", flush=True)
 
-        server = Server(base_path, model_name, FLAGS.max_batch_size, FLAGS.batch_timeout_micros)
+        server = Server(base_path, model_name, batching_flags())
         try:
             if FLAGS.protocol == "grpc":
                 def client_factory():
@@ -442,6 +451,8 @@ def main(argv):
                   requests_per_client=FLAGS.requests_per_client,
                   max_batch_size=FLAGS.max_batch_size,
                   batch_timeout_micros=FLAGS.batch_timeout_micros,
+                  num_batch_threads=FLAGS.num_batch_threads,
+                  tensorflow_intra_op_parallelism=FLAGS.tensorflow_intra_op_parallelism,
                   model=FLAGS.model_base_path or f"{FLAGS.standin_config} stand-in, seq "
                                                  f"{FLAGS.seq_length}",
                   texts=FLAGS.texts_tsv or "synthetic",

@@ -11,13 +11,16 @@ of the trimmed batch (the export before `skip_padding`). Then, per export:
    batch the gRPC load's 8 clients make), the exports taking turns in rounds of
    `--calls_per_turn` sentences so that a change in the machine's load hits them alike: p50/p99;
 2. `bench/serving_load.py --texts_tsv` (8 gRPC clients x `--requests_per_client`, answers
-   checked against the SavedModel in process): p50/p99 and valid requests per second.
+   checked against the SavedModel in process): p50/p99 and valid requests per second, once per
+   `--server_threads` setting of the server's batch threads and intra-op threads.
 
 Example:
     python bench/serving_padding.py --texts_tsv=SST-2/dev.tsv
     python bench/serving_padding.py --texts_tsv=dev.tsv --pad_to_multiple_of=128,1,8,16 --noload
     python bench/serving_padding.py --texts_tsv=dev.tsv \
         --pad_to_multiple_of=128,8 --padded_multiples=8
+    python bench/serving_padding.py --texts_tsv=dev.tsv --pad_to_multiple_of=128,8 \
+        --server_threads=1/0,2/1
 """
 
 import json
@@ -36,7 +39,8 @@ sys.path.insert(0, os.path.join(REPO_ROOT, "bench"))
 from absl import app, flags  # noqa: E402
 
 # Its flags are this script's too: --texts_tsv, --requests_per_client, --clients, --output_json,
-# and the server's --max_batch_size and --batch_timeout_micros.
+# and the server's --max_batch_size, --batch_timeout_micros, --num_batch_threads and
+# --tensorflow_intra_op_parallelism.
 import serving_load  # noqa: E402
 
 flags.DEFINE_string("init_checkpoint", None, "The encoder; default: the installed "
@@ -51,6 +55,10 @@ flags.DEFINE_list("batch_sizes", ["1", "8"], "In-process: sentences per call, on
                   "each.")
 flags.DEFINE_integer("calls_per_turn", 50, "Calls of one export before the next takes its turn.")
 flags.DEFINE_boolean("load", True, "Also run bench/serving_load.py (gRPC) on each export.")
+flags.DEFINE_list("server_threads", ["1/0"], "gRPC: one load per export and server thread "
+                  "setting, <num_batch_threads>/<tensorflow_intra_op_parallelism> (0: one "
+                  "thread per core); the first is reported under \"grpc\", the others under "
+                  "\"grpc <setting>\".")
 FLAGS = flags.FLAGS
 percentile = serving_load.percentile
 
@@ -100,15 +108,17 @@ def inprocess(bases, texts, batch_size):
                    "mean_ms": statistics.mean(t), "calls": len(t)} for name, t in times.items()}
 
 
-def grpc_load(base_path, scratch):
-    """serving_load.py's result dict for `base_path` on the SST-2 sentences."""
+def grpc_load(base_path, scratch, threads):
+    """serving_load.py's result dict for `base_path` on the SST-2 sentences, the server run with
+    `threads` ("<num_batch_threads>/<tensorflow_intra_op_parallelism>")."""
+    num_batch_threads, intra_op = threads.split("/")
     output = os.path.join(scratch, f"{os.path.basename(base_path)}.json")
     result = subprocess.run(
         [sys.executable, os.path.join(REPO_ROOT, "bench", "serving_load.py"),
          f"--model_base_path={base_path}", f"--texts_tsv={FLAGS.texts_tsv}",
          f"--clients={FLAGS.clients}", f"--requests_per_client={FLAGS.requests_per_client}",
-         f"--max_batch_size={FLAGS.max_batch_size}",
-         f"--batch_timeout_micros={FLAGS.batch_timeout_micros}",
+         *serving_load.batching_flags(num_batch_threads=num_batch_threads,
+                                      tensorflow_intra_op_parallelism=intra_op),
          "--big_text_clients=0",
          "--inprocess_iterations=2", f"--output_json={output}"],
         capture_output=True, text=True, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
@@ -156,14 +166,17 @@ def main(argv):
                 print(f"export {name}: in-process batch {batch_size} p50 {row['p50_ms']:.1f} ms, "
                       f"p99 {row['p99_ms']:.1f} ms", flush=True)
         if FLAGS.load:
-            for name, base in bases.items():
-                load = grpc_load(base, scratch)
-                results["exports"][name]["grpc"] = {key: load[key] for key in (
-                    "p50_ms", "p99_ms", "valid_per_second", "valid", "valid_failures",
-                    "malformed_wrong_status")}
-                print(f"export {name}: gRPC 8 clients p50 {load['p50_ms']:.1f} "
-                      f"ms, p99 {load['p99_ms']:.1f} ms, {load['valid_per_second']:.1f} req/s, "
-                      f"{load['valid_failures']} failures", flush=True)
+            for index, threads in enumerate(FLAGS.server_threads):
+                key = "grpc" if index == 0 else f"grpc {threads}"
+                for name, base in bases.items():
+                    load = grpc_load(base, scratch, threads)
+                    results["exports"][name][key] = {field: load[field] for field in (
+                        "p50_ms", "p99_ms", "valid_per_second", "valid", "valid_failures",
+                        "malformed_wrong_status")}
+                    print(f"export {name}: gRPC 8 clients, server threads {threads}: p50 "
+                          f"{load['p50_ms']:.1f} ms, p99 {load['p99_ms']:.1f} ms, "
+                          f"{load['valid_per_second']:.1f} req/s, {load['valid_failures']} "
+                          f"failures", flush=True)
     print(json.dumps(results, indent=2))
     if FLAGS.output_json:
         with open(FLAGS.output_json, "w") as f:

@@ -38,6 +38,13 @@ def define_flags():
                          "rows is refused.", lower_bound=1)
     flags.DEFINE_integer("batch_timeout_micros", 2000, "Longest a request waits for others to "
                          "share its batch.", lower_bound=0)
+    flags.DEFINE_integer("num_batch_threads", 1, "Batches run at once; a batch that closes while "
+                         "others are idle is shared out among them.", lower_bound=1)
+    flags.DEFINE_integer("tensorflow_intra_op_parallelism", 0, "Threads one op may use; 0: one "
+                         "per core. With --num_batch_threads, keep their product at the number "
+                         "of cores.", lower_bound=0)
+    flags.DEFINE_integer("tensorflow_inter_op_parallelism", 0, "Threads running independent ops; "
+                         "0: one per core.", lower_bound=0)
     flags.DEFINE_integer("max_request_bytes", 16 << 20, "Largest request body accepted (gRPC "
                          "message or REST body).", lower_bound=1)
     flags.DEFINE_float("file_system_poll_wait_seconds", 1.0, "Interval between looks for new "
@@ -57,6 +64,9 @@ def main():
         model_base_path=FLAGS.model_base_path, model_name=FLAGS.model_name, host=FLAGS.host,
         port=FLAGS.port, rest_api_port=FLAGS.rest_api_port or None,
         max_batch_size=FLAGS.max_batch_size, batch_timeout_micros=FLAGS.batch_timeout_micros,
+        num_batch_threads=FLAGS.num_batch_threads,
+        tensorflow_intra_op_parallelism=FLAGS.tensorflow_intra_op_parallelism,
+        tensorflow_inter_op_parallelism=FLAGS.tensorflow_inter_op_parallelism,
         max_request_bytes=FLAGS.max_request_bytes,
         file_system_poll_wait_seconds=FLAGS.file_system_poll_wait_seconds,
         max_queued_requests=FLAGS.max_queued_requests,

@@ -9,7 +9,7 @@ a version that failed is not retried.
 
 Example:
     >>> manager = ModelManager("toy", "/models/toy", max_batch_size=32, batch_timeout_micros=1000,
-    ...                        file_system_poll_wait_seconds=1)
+    ...                        num_batch_threads=1, file_system_poll_wait_seconds=1)
     >>> manager.start()
     >>> with manager.servable("toy") as servable:
     ...     servable.version
@@ -37,11 +37,12 @@ class ModelManager:
     """Loads, swaps and looks up the versions of one model; reports their states."""
 
     def __init__(self, model_name, model_base_path, max_batch_size, batch_timeout_micros,
-                 file_system_poll_wait_seconds):
+                 num_batch_threads, file_system_poll_wait_seconds):
         self.model_name = model_name
         self.model_base_path = model_base_path
         self._servable_options = {"max_batch_size": max_batch_size,
-                                  "batch_timeout_micros": batch_timeout_micros}
+                                  "batch_timeout_micros": batch_timeout_micros,
+                                  "num_batch_threads": num_batch_threads}
         self._poll_wait = file_system_poll_wait_seconds
         self._current = None
         self._states = {}  # version -> (state, status code, message), as ServableStateMonitor

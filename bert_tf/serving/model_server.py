@@ -15,6 +15,7 @@ import os
 import threading
 
 import grpc
+import tensorflow as tf
 
 from bert_tf.serving import grpc_service
 from bert_tf.serving.admission import Admission
@@ -27,7 +28,10 @@ class ServerOptions:
     """What to serve and how; field names are `tensorflow_model_server`'s flags.
 
     `port` and `rest_api_port` of 0 pick a free port; `rest_api_port=None` serves gRPC only.
-    `model_name` defaults to the base path's directory name. Beyond tensorflow_model_server's:
+    `model_name` defaults to the base path's directory name. `tensorflow_intra_op_parallelism`
+    and `tensorflow_inter_op_parallelism` size TensorFlow's thread pools (0: TensorFlow's
+    choice, one thread per core); they can only be set before the process runs its first
+    TensorFlow op. Beyond tensorflow_model_server's:
     `max_queued_requests`, requests (gRPC) or connections (REST) that may wait for a worker
     before new ones are refused, and `max_inflight_request_bytes`, the request data that
     requests in progress may hold together (see `admission.py`).
@@ -40,6 +44,9 @@ class ServerOptions:
     rest_api_port: int | None = 8501
     max_batch_size: int = 32
     batch_timeout_micros: int = 2000
+    num_batch_threads: int = 1
+    tensorflow_intra_op_parallelism: int = 0
+    tensorflow_inter_op_parallelism: int = 0
     max_request_bytes: int = 16 << 20
     file_system_poll_wait_seconds: float = 1.0
     max_queued_requests: int = 64
@@ -49,6 +56,8 @@ class ServerOptions:
         self.model_base_path = os.path.abspath(self.model_base_path)
         if not self.model_name:
             self.model_name = os.path.basename(self.model_base_path)
+        if self.num_batch_threads < 1:
+            raise ValueError(f"num_batch_threads must be at least 1, got {self.num_batch_threads}")
         if self.max_inflight_request_bytes < self.max_request_bytes:
             raise ValueError(f"max_inflight_request_bytes ({self.max_inflight_request_bytes}) "
                              f"must be at least max_request_bytes ({self.max_request_bytes}), "
@@ -69,9 +78,12 @@ class ModelServer:
             raise FileNotFoundError(f"--model_base_path {options.model_base_path} is not a "
                                     f"directory (expected <model_base_path>/<version>/"
                                     f"saved_model.pb)")
+        _size_thread_pools(options.tensorflow_intra_op_parallelism,
+                           options.tensorflow_inter_op_parallelism)
         self.options = options
         self.manager = ModelManager(options.model_name, options.model_base_path,
                                     options.max_batch_size, options.batch_timeout_micros,
+                                    options.num_batch_threads,
                                     options.file_system_poll_wait_seconds)
         self.admission = Admission(options.max_inflight_request_bytes)
         self.port = None
@@ -129,6 +141,28 @@ class ModelServer:
         if self._grpc_server is not None:
             self._grpc_server.stop(grace_seconds).wait()
         self.manager.stop()
+
+
+def _size_thread_pools(intra_op, inter_op):
+    """Sets TensorFlow's intra-/inter-op thread pools (0 leaves one alone); ValueError naming the
+    option when the pools already run with other sizes."""
+    threading_config = tf.config.threading
+    for name, size, current, set_size in (
+            ("tensorflow_intra_op_parallelism", intra_op,
+             threading_config.get_intra_op_parallelism_threads,
+             threading_config.set_intra_op_parallelism_threads),
+            ("tensorflow_inter_op_parallelism", inter_op,
+             threading_config.get_inter_op_parallelism_threads,
+             threading_config.set_inter_op_parallelism_threads)):
+        if size < 0:
+            raise ValueError(f"{name} must be >= 0 (0: one thread per core), got {size}")
+        if size and size != current():
+            try:
+                set_size(size)
+            except RuntimeError:
+                raise ValueError(f"{name}={size} cannot take effect: TensorFlow already ran "
+                                 f"in this process with {current() or 'default'} threads; set "
+                                 f"it before the first TensorFlow op.") from None
 
 
 def _host(host):

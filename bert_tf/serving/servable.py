@@ -2,7 +2,7 @@
 
 Example:
     >>> servable = Servable("/models/toy/1", version=1, max_batch_size=32,
-    ...                     batch_timeout_micros=1000)
+    ...                     batch_timeout_micros=1000, num_batch_threads=1)
     >>> servable.signature("serving_default").run({"text": np.array([b"hi"], dtype=object)})
     >>> servable.unload()
 """
@@ -31,13 +31,15 @@ class Servable:
     so a version swapped out under load still answers every request that reached it.
     """
 
-    def __init__(self, path, version, max_batch_size, batch_timeout_micros):
+    def __init__(self, path, version, max_batch_size, batch_timeout_micros,
+                 num_batch_threads):
         self.path = path
         self.version = version
         self.signature_def_map = _read_signature_defs(path)
         self._loaded = tf.saved_model.load(path)
         self._signatures = {
-            name: ServingSignature(name, function, max_batch_size, batch_timeout_micros)
+            name: ServingSignature(name, function, max_batch_size, batch_timeout_micros,
+                                   num_batch_threads)
             for name, function in self._loaded.signatures.items()}
         self._users = 0
         self._idle = threading.Condition()

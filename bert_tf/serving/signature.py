@@ -7,7 +7,8 @@ instead of an error from deep inside the model.
 Example:
     >>> loaded = tf.saved_model.load("/models/toy/1")
     >>> signature = ServingSignature("serving_default", loaded.signatures["serving_default"],
-    ...                              max_batch_size=32, batch_timeout_micros=1000)
+    ...                              max_batch_size=32, batch_timeout_micros=1000,
+    ...                              num_batch_threads=1)
     >>> signature.run({"text": np.array([b"hello"], dtype=object)})
     {'length': array([5], dtype=int32), ...}
     >>> signature.close()
@@ -32,13 +33,14 @@ class ServingSignature:
     `input_specs` maps each input name to its `tf.TensorSpec`; `output_names` lists the outputs.
     """
 
-    def __init__(self, name, function, max_batch_size, batch_timeout_micros):
+    def __init__(self, name, function, max_batch_size, batch_timeout_micros,
+                 num_batch_threads):
         self.name = name
         self.input_specs = dict(function.structured_input_signature[1])
         self.output_names = sorted(function.structured_outputs)
         self._function = function
         self._queue = BatchingQueue(self._call, max_batch_size, batch_timeout_micros,
-                                    name=f"batching[{name}]")
+                                    num_batch_threads, name=f"batching[{name}]")
 
     def run(self, inputs, output_filter=()):
         """Runs the signature on `inputs` (name -> numpy array) and returns name -> array for

@@ -7,7 +7,7 @@ import grpc
 import numpy as np
 import pytest
 
-from bert_tf.serving.batching import BatchingQueue
+from bert_tf.serving.batching import BatchingQueue, _divide, _Task
 from bert_tf.serving.errors import ServingError
 
 
@@ -147,9 +147,11 @@ def test_a_failing_model_gets_an_internal_error_not_a_hang():
     assert raised.value.message == "RuntimeError: boom"
 
 
-def test_close_finishes_queued_requests_then_refuses_new_ones():
+@pytest.mark.parametrize("num_batch_threads", [1, 3])
+def test_close_finishes_queued_requests_then_refuses_new_ones(num_batch_threads):
     model = RecordingModel(delay=0.1)
-    queue = BatchingQueue(model, max_batch_size=1, batch_timeout_micros=0)
+    queue = BatchingQueue(model, max_batch_size=1, batch_timeout_micros=0,
+                          num_batch_threads=num_batch_threads)
     results = []
     threads = [threading.Thread(target=lambda: results.append(queue.submit({"x": np.ones([1])})))
                for _ in range(3)]
@@ -163,3 +165,74 @@ def test_close_finishes_queued_requests_then_refuses_new_ones():
     with pytest.raises(ServingError) as raised:
         queue.submit({"x": np.ones([1])})
     assert raised.value.code == grpc.StatusCode.UNAVAILABLE
+
+
+def test_a_closed_batch_is_shared_out_among_idle_batch_threads():
+    # Each part waits at the barrier for the other: the parts pass only if they run at once.
+    both_running = threading.Barrier(2, timeout=20)
+    model = RecordingModel()
+    threads = []
+
+    def run_part(inputs):
+        threads.append(threading.current_thread().name)
+        both_running.wait()
+        return model(inputs)
+
+    queue = BatchingQueue(run_part, max_batch_size=6, batch_timeout_micros=5_000_000,
+                          num_batch_threads=2)
+    requests = [{"x": np.array([1, 2])}, {"x": np.array([3])}, {"x": np.array([4])},
+                {"x": np.array([5, 6])}]  # 6 rows: the batch closes full, before the timeout
+    try:
+        results = submit_concurrently(queue, requests)
+    finally:
+        queue.close()
+    for request, result in zip(requests, results):
+        np.testing.assert_array_equal(result["y"], request["x"] * 10)
+    assert sorted(model.batch_sizes) == [3, 3]
+    assert len(set(threads)) == 2
+
+
+def test_a_batch_runs_whole_when_no_other_batch_thread_is_idle():
+    blocking, release = threading.Event(), threading.Event()
+    model = RecordingModel()
+
+    def run(inputs):
+        if (inputs["x"] == 0).any():  # holds one batch thread until the end
+            blocking.set()
+            release.wait(timeout=20)
+        return model(inputs)
+
+    queue = BatchingQueue(run, max_batch_size=4, batch_timeout_micros=5_000_000,
+                          num_batch_threads=2)
+    blocker = threading.Thread(target=queue.submit, args=({"x": np.zeros([4])},))
+    blocker.start()
+    assert blocking.wait(timeout=20)
+    try:
+        results = submit_concurrently(queue, [{"x": np.array([i])} for i in range(1, 5)])
+    finally:
+        release.set()
+        blocker.join(timeout=20)
+        queue.close()
+    assert [result["y"].tolist() for result in results] == [[10], [20], [30], [40]]
+    assert model.batch_sizes == [4, 4]  # the four ran as one call (then the blocker's)
+
+
+@pytest.mark.parametrize("rows, ways, parts", [
+    ([1, 1, 2, 4], 2, [[1, 1, 2], [4]]),
+    ([1] * 8, 2, [[1] * 4, [1] * 4]),
+    ([5, 1, 1], 3, [[5], [1], [1]]),
+    ([1, 1, 1, 5], 2, [[1, 1, 1], [5]]),
+    ([3, 1], 5, [[3], [1]]),                # never more parts than requests
+    ([2, 2], 1, [[2, 2]]),
+])
+def test_divide_keeps_arrival_order_and_balances_rows(rows, ways, parts):
+    batch = [_Task({"x": np.zeros([n])}, n) for n in rows]
+    divided = _divide(batch, ways)
+    assert [[task.rows for task in part] for part in divided] == parts
+    assert [task for part in divided for task in part] == batch
+
+
+def test_num_batch_threads_must_be_positive():
+    with pytest.raises(ValueError, match="num_batch_threads must be at least 1, got 0"):
+        BatchingQueue(RecordingModel(), max_batch_size=4, batch_timeout_micros=0,
+                      num_batch_threads=0)

@@ -4,6 +4,7 @@ import os
 
 import grpc
 import pytest
+import tensorflow as tf
 from tensorflow_serving.apis import get_model_status_pb2, model_service_pb2_grpc
 
 from bert_tf.serving import ModelServer, ServerOptions
@@ -47,3 +48,23 @@ def test_a_port_in_use_fails_start_and_releases_everything(server, toy_base_path
     # start() stopped what it had started: the version it loaded is unloaded.
     [status] = second.manager.status("toy").model_version_status
     assert status.state == get_model_status_pb2.ModelVersionStatus.END
+
+
+def test_thread_pool_sizes_that_cannot_take_effect_are_refused(toy_base_path):
+    tf.constant(1.0) + 1  # this process's TensorFlow runs: its thread pools are fixed
+    size = tf.config.threading.get_intra_op_parallelism_threads() + 3
+    with pytest.raises(ValueError) as raised:
+        ModelServer(ServerOptions(model_base_path=toy_base_path,
+                                  tensorflow_intra_op_parallelism=size))
+    assert str(raised.value) == (
+        f"tensorflow_intra_op_parallelism={size} cannot take effect: TensorFlow already ran in "
+        f"this process with {size - 3 or 'default'} threads; set it before the first "
+        f"TensorFlow op.")
+    with pytest.raises(ValueError, match="tensorflow_inter_op_parallelism must be >= 0"):
+        ModelServer(ServerOptions(model_base_path=toy_base_path,
+                                  tensorflow_inter_op_parallelism=-1))
+
+
+def test_num_batch_threads_below_one_is_refused(toy_base_path):
+    with pytest.raises(ValueError, match="num_batch_threads must be at least 1, got 0"):
+        ServerOptions(model_base_path=toy_base_path, num_batch_threads=0)

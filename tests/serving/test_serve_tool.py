@@ -17,6 +17,7 @@ def test_serves_grpc_and_rest_then_stops_on_sigterm(serve_process, toy_base_path
     rest_port = free_port()
     process = serve_process(f"--model_base_path={toy_base_path}", "--model_name=movies",
                             "--port=0", f"--rest_api_port={rest_port}", "--max_batch_size=4",
+                            "--num_batch_threads=2", "--tensorflow_intra_op_parallelism=1",
                             "--file_system_poll_wait_seconds=0")
     ready = process.ready()
     assert ready is not None, "".join(process.output)
