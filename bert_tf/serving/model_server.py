@@ -25,16 +25,19 @@ from bert_tf.serving.rest_service import RestApiServer
 
 @dataclasses.dataclass
 class ServerOptions:
-    """What to serve and how; field names are `tensorflow_model_server`'s flags.
+    """What to serve and how; field names are `tensorflow_model_server`'s flags (the batching
+    ones, `max_batch_size`, `batch_timeout_micros` and `num_batch_threads`, its batching
+    parameters).
 
     `port` and `rest_api_port` of 0 pick a free port; `rest_api_port=None` serves gRPC only.
-    `model_name` defaults to the base path's directory name. `tensorflow_intra_op_parallelism`
-    and `tensorflow_inter_op_parallelism` size TensorFlow's thread pools (0: TensorFlow's
-    choice, one thread per core); they can only be set before the process runs its first
-    TensorFlow op. Beyond tensorflow_model_server's:
-    `max_queued_requests`, requests (gRPC) or connections (REST) that may wait for a worker
-    before new ones are refused, and `max_inflight_request_bytes`, the request data that
-    requests in progress may hold together (see `admission.py`).
+    `model_name` defaults to the base path's directory name. `num_batch_threads` batches run at
+    once (see `BatchingQueue`). `tensorflow_intra_op_parallelism` and
+    `tensorflow_inter_op_parallelism` size TensorFlow's thread pools (0: TensorFlow's choice,
+    one thread per core); they can only be set before the process runs its first TensorFlow
+    op. Beyond tensorflow_model_server's: `max_queued_requests`, requests (gRPC) or connections
+    (REST) that may wait for a worker before new ones are refused, and
+    `max_inflight_request_bytes`, the request data that requests in progress may hold together
+    (see `admission.py`).
     """
 
     model_base_path: str
@@ -65,9 +68,9 @@ class ServerOptions:
 
     @property
     def num_request_threads(self):
-        """Workers per front end. Every request waiting to join a batch holds one, so a batch
-        can only fill if there are more workers than rows in a batch."""
-        return 2 * self.max_batch_size + 8
+        """Workers per front end. Every request in a batch, running or being collected, holds
+        one: enough for each batch thread to run a full batch while the next one fills."""
+        return (self.num_batch_threads + 1) * self.max_batch_size + 8
 
 
 class ModelServer:
