@@ -45,17 +45,27 @@ def submit_concurrently(queue, requests):
     return results
 
 
+def submit_concurrently_then_close(queue, requests):
+    """`submit_concurrently`'s results; the queue is closed afterwards, whatever happened."""
+    try:
+        return submit_concurrently(queue, requests)
+    finally:
+        queue.close()
+
+
+def assert_each_got_its_rows(requests, results):
+    """Each caller got `RecordingModel`'s answer to exactly its own rows."""
+    for request, result in zip(requests, results, strict=True):
+        np.testing.assert_array_equal(result["y"], request["x"] * 10)
+
+
 def test_concurrent_requests_are_merged_and_split_back():
     model = RecordingModel()
     # A long timeout: all 6 requests arrive well within it.
     queue = BatchingQueue(model, max_batch_size=8, batch_timeout_micros=500_000)
     requests = [{"x": np.arange(i, i + 1 + i % 2)} for i in range(6)]  # 1 or 2 rows each
-    try:
-        results = submit_concurrently(queue, requests)
-    finally:
-        queue.close()
-    for request, result in zip(requests, results):
-        np.testing.assert_array_equal(result["y"], request["x"] * 10)
+    results = submit_concurrently_then_close(queue, requests)
+    assert_each_got_its_rows(requests, results)
     assert sum(model.batch_sizes) == 9
     assert max(model.batch_sizes) <= 8
     assert len(model.batch_sizes) < len(requests)  # some requests shared a call
@@ -76,12 +86,8 @@ def test_requests_with_different_trailing_shapes_run_in_separate_batches():
     model = RecordingModel(delay=0.05)
     queue = BatchingQueue(model, max_batch_size=8, batch_timeout_micros=200_000)
     requests = [{"x": np.ones([1, 2])}, {"x": np.ones([1, 3])}, {"x": np.ones([2, 2])}]
-    try:
-        results = submit_concurrently(queue, requests)
-    finally:
-        queue.close()
-    for request, result in zip(requests, results):
-        np.testing.assert_array_equal(result["y"], request["x"] * 10)
+    results = submit_concurrently_then_close(queue, requests)
+    assert_each_got_its_rows(requests, results)
     assert sorted(model.batch_sizes) in ([1, 3], [1, 1, 2])
 
 
@@ -90,10 +96,7 @@ def test_one_bad_request_does_not_fail_the_requests_batched_with_it():
     queue = BatchingQueue(model, max_batch_size=8, batch_timeout_micros=2_000_000)
     requests = [{"x": np.array([1])}, {"x": np.array([-1])}, {"x": np.array([2, 3])},
                 {"x": np.array([4])}, {"x": np.array([5, 6, 7])}]
-    try:
-        results = submit_concurrently(queue, requests)
-    finally:
-        queue.close()
+    results = submit_concurrently_then_close(queue, requests)
     assert isinstance(results[1], ServingError)
     assert results[1].code == grpc.StatusCode.INVALID_ARGUMENT
     assert results[1].message == "x must not be -1"
@@ -182,12 +185,8 @@ def test_a_closed_batch_is_shared_out_among_idle_batch_threads():
                           num_batch_threads=2)
     requests = [{"x": np.array([1, 2])}, {"x": np.array([3])}, {"x": np.array([4])},
                 {"x": np.array([5, 6])}]  # 6 rows: the batch closes full, before the timeout
-    try:
-        results = submit_concurrently(queue, requests)
-    finally:
-        queue.close()
-    for request, result in zip(requests, results):
-        np.testing.assert_array_equal(result["y"], request["x"] * 10)
+    results = submit_concurrently_then_close(queue, requests)
+    assert_each_got_its_rows(requests, results)
     assert sorted(model.batch_sizes) == [3, 3]
     assert len(set(threads)) == 2
 
