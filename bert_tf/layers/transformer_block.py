@@ -69,19 +69,21 @@ class BertTransformerBlock(keras.layers.Layer):
 
     def call(self, hidden_states, input_mask, training=None, with_first_token=False):
         """The layer's output `[batch, seq, hidden]`; with `with_first_token`, also the first
-        position's output alone, `[batch, hidden]`, computed from a one-row query (in
-        inference) so that a caller fetching only that (the pooler, a sentence classifier)
-        lets graph pruning drop the other positions' query, attention and feed-forward.
+        position's output alone, `[batch, hidden]`, computed from a one-row query so that a
+        caller fetching only that (the pooler, a sentence classifier) lets graph pruning drop
+        the other positions' query, attention and feed-forward, forward and backward.
+        In training the row draws its own dropout masks (the same distribution as the full
+        output's first row); a step that fetches both outputs (pre-training's NSP and masked
+        LM) computes that row twice, 1/seq of a layer more.
 
         In inference under `real_tokens_only()` every dense layer and LayerNorm runs on the
         real tokens' rows alone, and the output is 0 at padding positions (see
         `bert_tf.layers.real_tokens`)."""
-        first_query = with_first_token and not training
         real_tokens = (RealTokens(input_mask) if not training and real_tokens_only_enabled()
                        else None)
         attended = self.attention(hidden_states, input_mask, training=training,
-                                  with_first_token=first_query, real_tokens=real_tokens)
-        attended, first_attended = attended if first_query else (attended, None)
+                                  with_first_token=with_first_token, real_tokens=real_tokens)
+        attended, first_attended = attended if with_first_token else (attended, None)
         if real_tokens is None:
             output = tf.reshape(self._finish(attended, hidden_states, training),
                                 tf.shape(hidden_states))
@@ -90,9 +92,6 @@ class BertTransformerBlock(keras.layers.Layer):
                 self._finish(attended, real_tokens.gather(hidden_states), training))
         if not with_first_token:
             return output
-        if training:
-            # One set of dropout masks: the first row of the full output, as BERT computes it.
-            return output, output[:, 0]
         return output, self._finish(first_attended, hidden_states[:, 0], training)
 
     def _finish(self, attended, hidden_states, training):

@@ -32,17 +32,26 @@ def test_transformer_block_layer():
 
 @pytest.mark.parametrize("training", [False, True])
 def test_transformer_block_first_token_output_is_the_first_row(training):
-    # In inference the first row comes from its own one-row query (so that fetching only it
-    # prunes the other rows' work); in training it is the full output's row, same dropout.
-    block = BertTransformerBlock(hidden_size=8, num_heads=2, intermediate_size=16,
-                                 hidden_dropout_rate=0.5 if training else 0.0)
+    # The first row comes from its own one-row query (so that fetching only it prunes the
+    # other rows' work); without dropout it equals the full output's first row.
+    block = BertTransformerBlock(hidden_size=8, num_heads=2, intermediate_size=16)
     x = tf.random.normal([3, 5, 8], seed=4)
     mask = tf.constant([[1] * 5, [1, 1, 1, 0, 0], [1, 0, 0, 0, 0]])
     output, first = block(x, mask, training=training, with_first_token=True)
     assert first.shape == (3, 8)
     np.testing.assert_allclose(first, output[:, 0], atol=1e-6)
-    if not training:
-        np.testing.assert_allclose(output, block(x, mask), atol=1e-6)
+    np.testing.assert_allclose(output, block(x, mask, training=training), atol=1e-6)
+
+
+def test_transformer_block_first_token_draws_its_own_dropout_in_training():
+    # Its own masks, not a copy of the full output's row: a copy would keep the full output
+    # (and its feed-forward over every position) alive in a step that fetches only the row.
+    block = BertTransformerBlock(hidden_size=8, num_heads=2, intermediate_size=16,
+                                 hidden_dropout_rate=0.5, attention_dropout_rate=0.5)
+    x = tf.random.normal([64, 5, 8], seed=4)
+    output, first = block(x, tf.ones([64, 5], tf.int32), training=True, with_first_token=True)
+    assert not np.allclose(first, output[:, 0], atol=1e-3)
+    assert np.isfinite(first.numpy()).all()
 
 
 def test_attention_ignores_masked_positions():
