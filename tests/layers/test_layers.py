@@ -165,6 +165,17 @@ def test_embeddings_reject_sequences_longer_than_the_position_table():
         layer(ids, ids)
 
 
+def test_embeddings_read_only_the_gathered_rows_of_their_tables():
+    # A dense read (`ReadVariableOp`) of a table whose rows an optimizer has scattered copies
+    # the whole table on every call; `ResourceGather` reads the rows alone.
+    layer = BertEmbeddings(vocab_size=10, hidden_size=8, max_position_embeddings=4)
+    ids = tf.constant([[1, 2, 3]])
+    function = tf.function(lambda ids: layer(ids, tf.zeros_like(ids)))
+    ops = [node.op for node in function.get_concrete_function(ids).graph.as_graph_def().node]
+    assert ops.count("ResourceGather") == 2, ops
+    assert "GatherV2" not in ops, ops
+
+
 def test_gelu_is_the_exact_erf_form():
     x = np.linspace(-4, 4, 17).astype(np.float32)
     erf = np.vectorize(__import__("math").erf)
