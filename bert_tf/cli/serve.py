@@ -20,6 +20,7 @@ import threading
 from absl import flags, logging
 
 from bert_tf.cli.app import run_tool
+from bert_tf.cli.thread_pool_flags import define_thread_pool_flags
 
 FLAGS = flags.FLAGS
 
@@ -40,11 +41,8 @@ def define_flags():
                          "share its batch.", lower_bound=0)
     flags.DEFINE_integer("num_batch_threads", 1, "Batches run at once; a batch that closes while "
                          "others are idle is shared out among them.", lower_bound=1)
-    flags.DEFINE_integer("tensorflow_intra_op_parallelism", 0, "Threads one op may use; 0: one "
-                         "per core. With --num_batch_threads, keep their product at the number "
-                         "of cores.", lower_bound=0)
-    flags.DEFINE_integer("tensorflow_inter_op_parallelism", 0, "Threads running independent ops; "
-                         "0: one per core.", lower_bound=0)
+    define_thread_pool_flags("With --num_batch_threads, keep their product at the number of "
+                             "cores.")
     flags.DEFINE_integer("max_request_bytes", 16 << 20, "Largest request body accepted (gRPC "
                          "message or REST body).", lower_bound=1)
     flags.DEFINE_float("file_system_poll_wait_seconds", 1.0, "Interval between looks for new "

@@ -15,12 +15,14 @@ import os
 import threading
 
 import grpc
-import tensorflow as tf
 
 from bert_tf.serving import grpc_service
 from bert_tf.serving.admission import Admission
 from bert_tf.serving.model_manager import ModelManager
 from bert_tf.serving.rest_service import RestApiServer
+from bert_tf.thread_pools import size_thread_pools
+
+_THREAD_POOL_OPTIONS = ("tensorflow_intra_op_parallelism", "tensorflow_inter_op_parallelism")
 
 
 @dataclasses.dataclass
@@ -81,8 +83,8 @@ class ModelServer:
             raise FileNotFoundError(f"--model_base_path {options.model_base_path} is not a "
                                     f"directory (expected <model_base_path>/<version>/"
                                     f"saved_model.pb)")
-        _size_thread_pools(options.tensorflow_intra_op_parallelism,
-                           options.tensorflow_inter_op_parallelism)
+        size_thread_pools(options.tensorflow_intra_op_parallelism,
+                          options.tensorflow_inter_op_parallelism, _THREAD_POOL_OPTIONS)
         self.options = options
         self.manager = ModelManager(options.model_name, options.model_base_path,
                                     options.max_batch_size, options.batch_timeout_micros,
@@ -144,28 +146,6 @@ class ModelServer:
         if self._grpc_server is not None:
             self._grpc_server.stop(grace_seconds).wait()
         self.manager.stop()
-
-
-def _size_thread_pools(intra_op, inter_op):
-    """Sets TensorFlow's intra-/inter-op thread pools (0 leaves one alone); ValueError naming the
-    option when the pools already run with other sizes."""
-    threading_config = tf.config.threading
-    for name, size, current, set_size in (
-            ("tensorflow_intra_op_parallelism", intra_op,
-             threading_config.get_intra_op_parallelism_threads,
-             threading_config.set_intra_op_parallelism_threads),
-            ("tensorflow_inter_op_parallelism", inter_op,
-             threading_config.get_inter_op_parallelism_threads,
-             threading_config.set_inter_op_parallelism_threads)):
-        if size < 0:
-            raise ValueError(f"{name} must be >= 0 (0: one thread per core), got {size}")
-        if size and size != current():
-            try:
-                set_size(size)
-            except RuntimeError:
-                raise ValueError(f"{name}={size} cannot take effect: TensorFlow already ran "
-                                 f"in this process with {current() or 'default'} threads; set "
-                                 f"it before the first TensorFlow op.") from None
 
 
 def _host(host):

@@ -57,9 +57,12 @@ def workspace(tmp_path_factory):
 @pytest.fixture(scope="module")
 def sst2_run(workspace):
     output_dir = workspace["dir"] / "sst2_out"
+    # Thread pools sized by flag: had the tool run a TensorFlow op before sizing them, it would
+    # stop with "cannot take effect" (bert_tf.thread_pools).
     result = run_tool("run_classifier.py", *workspace["model"], *TRAIN_FLAGS,
                       f"--data_dir={workspace['sst2']}", f"--output_dir={output_dir}",
-                      "--do_train", "--do_eval", "--do_predict")
+                      "--do_train", "--do_eval", "--do_predict",
+                      "--tensorflow_intra_op_parallelism=1", "--tensorflow_inter_op_parallelism=2")
     assert result.returncode == 0, result.stderr[-3000:]
     return output_dir, result
 
