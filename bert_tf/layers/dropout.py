@@ -20,7 +20,9 @@ loop forward and recomputed in one backward: no random-number op, no stored mask
 threshold, scale and seed state. `[32, 4, 128, 128]` bfloat16 forward + backward 5.65 ->
 1.57 ms, `[4096, 1024]` 11.2 -> 3.0 ms (same machine). Shapes that vary from step to step
 (fine-tuning's padded batches; Keras then traces with an unknown length) keep the Philox draws:
-XLA compiles once per shape.
+XLA compiles once per shape. A caller that already runs its own XLA loop draws the hashed mask
+inside it for any shape (`hashed_dropout`): bfloat16 training's residual LayerNorm drops its
+branch that way (`bert_tf.layers.fused_layer_norm`).
 
 Example:
     >>> dropout = BertDropout(0.1, name="dropout")
@@ -33,21 +35,22 @@ import tensorflow as tf
 _LEVELS = 1 << 16  # values a 16-bit half of a random draw takes
 
 
-def _threshold(rate):
-    """Elements whose 16 random bits are below this are dropped."""
+def dropout_threshold(rate):
+    """Elements whose 16 random bits are below this are dropped: `round(rate * 65536)`."""
     return round(rate * _LEVELS)
 
 
 def _kept_scaled(inputs, keep, threshold):
     """`inputs` scaled by the inverse kept share where `keep`, 0 elsewhere."""
-    scale = tf.cast(_LEVELS / (_LEVELS - threshold), inputs.dtype)
+    # (At rate 1 nothing is kept and the scale is never used.)
+    scale = tf.cast(_LEVELS / tf.maximum(_LEVELS - threshold, 1), inputs.dtype)
     return tf.where(keep, inputs * scale, tf.zeros((), inputs.dtype))
 
 
 def dropout_with_16_bit_draws(inputs, rate, seed):
     """`inputs` with each element zeroed with probability `round(rate * 65536) / 65536` and the
     rest scaled to keep the expectation; `seed` is a stateless seed (shape [2], int32)."""
-    threshold = _threshold(rate)
+    threshold = dropout_threshold(rate)
     if threshold == 0:
         return inputs
     if threshold == _LEVELS:
@@ -86,17 +89,24 @@ def _hashed_16_bits(shape, seed):
     return tf.bitwise.right_shift(_mix(tf.bitwise.bitwise_xor(first, key_b)), 16)
 
 
-@tf.function(jit_compile=True)
-def _hashed_dropout_loop(inputs, seed, threshold):
+def hashed_dropout(inputs, threshold, seed):
+    """`dropout_with_hashed_bits`'s values as plain TensorFlow ops, for a caller's own XLA loop
+    (`residual_layer_norm` drops its branch inside its loops). `threshold` is
+    `dropout_threshold(rate)`, a Python int or a tensor (a `tf.function` may pass it as one).
+    As a gradient: the same call on the upstream gradient (the mask times the scale is the
+    derivative)."""
     keep = _hashed_16_bits(tf.shape(inputs), seed) >= tf.cast(threshold, tf.uint32)
     return _kept_scaled(inputs, keep, threshold)
+
+
+_hashed_dropout_loop = tf.function(hashed_dropout, jit_compile=True)
 
 
 def dropout_with_hashed_bits(inputs, rate, seed):
     """`dropout_with_16_bit_draws`'s dropout (same threshold and scale) with the 16 bits of an
     element hashed from its index and `seed`, in one XLA loop forward and one backward (the
     gradient recomputes the mask). Needs a shape fixed when traced (XLA compiles per shape)."""
-    threshold = _threshold(rate)
+    threshold = dropout_threshold(rate)
     if threshold == 0:
         return inputs
     if threshold == _LEVELS:
@@ -105,8 +115,8 @@ def dropout_with_hashed_bits(inputs, rate, seed):
     @tf.custom_gradient
     def dropout(inputs):
         def grad(upstream):
-            return _hashed_dropout_loop(upstream, seed, threshold)
-        return _hashed_dropout_loop(inputs, seed, threshold), grad
+            return _hashed_dropout_loop(upstream, threshold, seed)
+        return _hashed_dropout_loop(inputs, threshold, seed), grad
 
     return dropout(inputs)
 
@@ -122,12 +132,16 @@ class BertDropout(keras.layers.Dropout):
                              "supported (use keras.layers.Dropout)")
         super().__init__(rate, seed=seed, **kwargs)
 
+    def next_seed(self):
+        """The stateless seed (int32, shape [2]) of the layer's next mask; advances the state."""
+        seed = self.seed_generator.next()
+        # The state is int64 (a TensorFlow placement rule); stateless ops take int32 seeds.
+        return tf.cast(tf.math.floormod(seed, tf.int32.max - 1), tf.int32)
+
     def call(self, inputs, training=False):
         if not training or self.rate == 0:
             return inputs
-        seed = self.seed_generator.next()
-        # The state is int64 (a TensorFlow placement rule); stateless ops take int32 seeds.
-        seed = tf.cast(tf.math.floormod(seed, tf.int32.max - 1), tf.int32)
+        seed = self.next_seed()
         if inputs.shape.is_fully_defined():
             return dropout_with_hashed_bits(inputs, self.rate, seed)
         return dropout_with_16_bit_draws(inputs, self.rate, seed)

@@ -101,31 +101,31 @@ class BertTransformerBlock(keras.layers.Layer):
         residual = tf.reshape(tf.cast(hidden_states, tf.float32), [-1, self.hidden_size])
         attended = dense_rows(self.attention_output, tf.reshape(attended, [-1, self.hidden_size]),
                               training=training)
-        attended = self.dropout(attended, training=training)
-        hidden = self._add_and_norm(self.attention_layer_norm, residual, attended, training)
+        hidden = self._drop_add_and_norm(self.attention_layer_norm, residual, attended, training)
         activation = self._training_activation_fn if training else self._activation_fn
         inner = dense_rows(self.intermediate, tf.cast(hidden, self.compute_dtype), activation,
                            training)
-        output = self.dropout(dense_rows(self.output_dense, inner, training=training),
-                              training=training)
-        return self._add_and_norm(self.output_layer_norm, hidden, output, training)
+        output = dense_rows(self.output_dense, inner, training=training)
+        return self._drop_add_and_norm(self.output_layer_norm, hidden, output, training)
 
-    def _add_and_norm(self, layer_norm, residual, branch, training):
-        """`layer_norm(residual + branch)` in float32: in inference oneDNN's single LayerNorm
-        kernel (`inference_layer_norm`); in training one XLA loop each way
-        (`residual_layer_norm`) in bfloat16 on a shape fixed when traced, TensorFlow's ops
+    def _drop_add_and_norm(self, layer_norm, residual, branch, training):
+        """`layer_norm(residual + dropout(branch))` in float32: in inference (no dropout)
+        oneDNN's single LayerNorm kernel (`inference_layer_norm`); in bfloat16 training one XLA
+        loop each way with the dropout inside (`residual_layer_norm`); TensorFlow's ops
         otherwise (so exports hold no XLA function).
 
-        Why only fixed shapes: XLA compiles once per shape, ~0.3 s for this pair of loops,
-        which pre-training (one shape) pays once, for +3-7 % steps (bert_mini). Fine-tuning
-        pads each batch to its own length (up to 32 shapes per run; Keras traces the step with
-        an unknown length from the second on); there the compilations outweighed the ~0.3 ms a
-        call saves (`bench/finetune_time_to_accuracy.py --max_train_examples=4000`: 0.22 s per
-        step against 0.19-0.21 without)."""
-        if (training and self.compute_dtype == "bfloat16"
-                and residual.shape.is_fully_defined()):
-            return residual_layer_norm(residual, branch, layer_norm)
-        summed = residual + tf.cast(branch, tf.float32)
+        Also for fine-tuning's padded batches, whose length changes from step to step: XLA
+        compiles the loops once per shape, and the first step at a new length took ~0.2 s
+        more (430-490 against 220-280 ms), but every step after ran 10-11 % faster (MiniLM,
+        bfloat16, median step 32 x 16 tokens 113.3 -> 102.5 ms, 32 x 32 194.0 -> 173.6 ms,
+        both versions in one process taking turns; 2-vCPU Xeon with AMX): TensorFlow's ops were
+        the dropout's random draws, bit masks and select, the add and LayerNorm's ~10 ops
+        forward and ~20 backward, each a pass over the rows. SST-2 pads to ~17 lengths in an
+        epoch of 2,105 steps."""
+        if training and self.compute_dtype == "bfloat16":
+            seed = self.dropout.next_seed() if self.dropout.rate else None
+            return residual_layer_norm(residual, branch, layer_norm, self.dropout.rate, seed)
+        summed = residual + tf.cast(self.dropout(branch, training=training), tf.float32)
         return layer_norm(summed) if training else inference_layer_norm(summed, layer_norm)
 
     def compute_output_spec(self, hidden_states, input_mask, training=None,
