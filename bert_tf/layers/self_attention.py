@@ -5,6 +5,7 @@ import math
 import keras
 import tensorflow as tf
 
+from bert_tf.layers.compute_weights import compute_weight
 from bert_tf.layers.dense_rows import dense_rows, matmul_plus_bias
 from bert_tf.layers.dropout import BertDropout
 from bert_tf.layers.onednn import amx_bfloat16_matmuls, onednn_enabled
@@ -91,8 +92,8 @@ class BertSelfAttention(keras.layers.Layer):
                        lambda: self._heads_projection(inputs, kernel, bias))
 
     def _weights(self, dense):
-        return (tf.cast(dense.kernel, self.compute_dtype),
-                tf.cast(dense.bias, self.compute_dtype))
+        return (compute_weight(dense.kernel, self.compute_dtype),
+                compute_weight(dense.bias, self.compute_dtype))
 
     def _rows_projection(self, inputs, kernel, bias, training=False):
         """`inputs @ kernel + bias` as one 2-D matmul (its bias fused by grappler), then the
@@ -143,7 +144,7 @@ class BertSelfAttention(keras.layers.Layer):
             query, value = (self._split_heads(real_tokens.scatter(dense_rows(dense, rows)))
                             for dense in (self.query, self.value))
             key = self._split_heads(real_tokens.scatter(
-                matmul_plus_bias(rows, tf.cast(self.key.kernel, self.compute_dtype))))
+                matmul_plus_bias(rows, compute_weight(self.key.kernel, self.compute_dtype))))
         # A select, not Google's `(1 - mask) * -10000`: a Mul built before the scores' `* scale`
         # kept grappler from fusing the scale and the mask add into the scores matmul (BERT-base,
         # batch 32, bfloat16: a separate Mul and AddV2 of 4 ms per layer on an AMX Xeon).

@@ -16,6 +16,7 @@ import re
 import keras
 import tensorflow as tf
 
+from bert_tf.layers.compute_weights import weight_casts
 from bert_tf.training.lamb import Lamb
 
 OPTIMIZERS = ("adamw", "lamb")
@@ -169,7 +170,11 @@ def _adamw_rows_update(variable, m, v, rows, row_gradients, gradient_scale, *hyp
     handles = (variable, m, v)
     old_rows = [tf.raw_ops.ResourceGather(resource=handle, indices=rows, dtype=row_gradients.dtype)
                 for handle in handles]
-    _adamw_decay(*handles, *hyperparameters)
+    # Needing no gradient, the decay could start with the step; it waits for the forward pass's
+    # weight casts so that it does not hold a core while the forward pass starts (see
+    # `bert_tf.layers.compute_weights`).
+    with tf.control_dependencies(weight_casts()):
+        _adamw_decay(*handles, *hyperparameters)
     new_rows = _adamw_step(*old_rows, row_gradients * gradient_scale, *hyperparameters)
     for handle, values in zip(handles, new_rows):
         tf.raw_ops.ResourceScatterUpdate(resource=handle, indices=rows, updates=values)
