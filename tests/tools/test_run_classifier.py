@@ -9,6 +9,7 @@ import random
 import numpy as np
 import pytest
 import tensorflow as tf
+import tensorflow_text  # noqa: F401  (registers the WordPiece op the export uses)
 
 from bert_tf.metrics.glue import glue_metrics
 from tests.export.tiny_models import tiny_config, write_vocab
