@@ -8,6 +8,8 @@ import math
 
 import tensorflow as tf
 
+from bert_tf.layers.bfloat16_bits import narrow, widen
+
 
 def _gelu_exact(x):
     return tf.nn.gelu(x, approximate=False)
@@ -42,21 +44,22 @@ def _normal_cdf(x):
 
 @tf.function(jit_compile=True)
 def _fused_gelu_forward(x):
-    x32 = tf.cast(x, tf.float32)
-    return tf.cast(x32 * _normal_cdf(x32), x.dtype)
+    x32 = widen(x)
+    return narrow(x32 * _normal_cdf(x32), x.dtype)
 
 
 @tf.function(jit_compile=True)
 def _fused_gelu_backward(x, upstream):
     # d/dx [x * cdf(x)] = cdf(x) + x * pdf(x)
-    x32 = tf.cast(x, tf.float32)
+    x32 = widen(x)
     pdf = tf.exp(-0.5 * x32 * x32) / math.sqrt(2.0 * math.pi)
-    return tf.cast(tf.cast(upstream, tf.float32) * (_normal_cdf(x32) + x32 * pdf), x.dtype)
+    return narrow(widen(upstream) * (_normal_cdf(x32) + x32 * pdf), x.dtype)
 
 
 @tf.custom_gradient
 def fused_gelu(x):
-    """The exact GELU as one XLA loop forward and one backward (float32 inside).
+    """The exact GELU as one XLA loop forward and one backward (float32 inside; bfloat16
+    converted as integer ops, see `bfloat16_bits`).
 
     For training on CPU: there TensorFlow cannot fuse the GELU into the matmul (the gradient
     needs its input) and runs it as separate element-wise ops, forward and backward. On a
