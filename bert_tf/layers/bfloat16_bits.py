@@ -1,5 +1,5 @@
 """bfloat16 <-> float32 conversions written as integer ops, for the XLA loops of bfloat16
-training on CPU (`fused_gelu`, `residual_layer_norm`).
+training on CPU (`fused_gelu`).
 
 XLA's CPU backend converts bfloat16 one element at a time. bfloat16 is the top half of a
 float32, so as integer ops the conversions vectorize: widening is a 16-bit shift, narrowing
@@ -7,9 +7,10 @@ adds the round-to-nearest-even bias and shifts back, the result bit for bit `tf.
 stays a NaN). Measured on the exact GELU's XLA loops over `[512, 1536]` bfloat16 (MiniLM's
 feed-forward at 32 x 16 tokens; 2-vCPU Xeon with AMX, one thread, 20 calls in a function,
 best of 7): forward 0.99 -> 0.67 ms, backward 1.15 -> 0.73 ms. MiniLM's whole fine-tuning step
-with these in its GELU and residual LayerNorm loops (bfloat16, one intra-op thread, same Xeon,
-both versions in one process taking turns, 12 rounds of 4 steps): 32 x 8 tokens unchanged,
-32 x 12 to 32 x 32 1-3 % faster.
+(bfloat16, one intra-op thread, same Xeon, both versions in one process taking turns, 12 rounds
+of 4 steps): 32 x 8 tokens unchanged, 32 x 12 to 32 x 32 1-3 % faster. The residual
+LayerNorm's loops (`residual_layer_norm`) keep `tf.cast`: there the integer form was no
+faster (`[256-1024, 384]` forward and backward, within the 5 % run-to-run spread).
 
 Only where no TPU is configured: there XLA converts natively, and 16-bit integers are not a
 type every TPU op takes.

@@ -25,13 +25,12 @@ Example:
 
 import tensorflow as tf
 
-from bert_tf.layers.bfloat16_bits import narrow, widen
 from bert_tf.layers.dropout import dropout_threshold, hashed_dropout
 
 
 @tf.function(jit_compile=True)
 def _forward(residual, branch, gamma, beta, epsilon, threshold, seed):
-    x = residual + widen(hashed_dropout(branch, threshold, seed))
+    x = residual + tf.cast(hashed_dropout(branch, threshold, seed), tf.float32)
     centered = x - tf.reduce_mean(x, axis=-1, keepdims=True)
     inverse_std = tf.math.rsqrt(
         tf.reduce_mean(tf.square(centered), axis=-1, keepdims=True) + epsilon)
@@ -46,7 +45,7 @@ def _backward(upstream, normalized, inverse_std, gamma, branch_dtype, threshold,
         scaled - tf.reduce_mean(scaled, axis=-1, keepdims=True)
         - normalized * tf.reduce_mean(scaled * normalized, axis=-1, keepdims=True))
     positions = list(range(upstream.shape.rank - 1))  # every axis but the hidden one
-    branch_grad = hashed_dropout(narrow(residual_grad, branch_dtype), threshold, seed)
+    branch_grad = hashed_dropout(tf.cast(residual_grad, branch_dtype), threshold, seed)
     return (residual_grad, branch_grad,
             tf.reduce_sum(upstream * normalized, axis=positions),
             tf.reduce_sum(upstream, axis=positions))
