@@ -14,7 +14,8 @@ order (the GLUE file's), labels in the task's order, and predictions keyed by `i
 results equal those of the same TSV files.
 
 Texts are tokenized in-graph (tf.text, inside tf.data); training batches group examples of
-similar length and every batch is padded only to its longest example (rounded up to 16).
+similar length, evaluation and prediction run the shortest texts first, and every batch is
+padded only to its longest example (rounded up to 4 in training, 16 otherwise).
 
 Writes to --output_dir: checkpoints (resumed from when the command is run again after an
 interruption), `bert_config.json` + `vocab.txt` (so the directory is a complete

@@ -42,13 +42,13 @@ def _normal_cdf(x):
     return 0.5 * (1.0 + tf.math.erf(x / math.sqrt(2.0)))
 
 
-@tf.function(jit_compile=True)
+@tf.function(jit_compile=True, autograph=False)
 def _fused_gelu_forward(x):
     x32 = widen(x)
     return narrow(x32 * _normal_cdf(x32), x.dtype)
 
 
-@tf.function(jit_compile=True)
+@tf.function(jit_compile=True, autograph=False)
 def _fused_gelu_backward(x, upstream):
     # d/dx [x * cdf(x)] = cdf(x) + x * pdf(x)
     x32 = widen(x)

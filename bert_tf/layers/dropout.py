@@ -99,7 +99,7 @@ def hashed_dropout(inputs, threshold, seed):
     return _kept_scaled(inputs, keep, threshold)
 
 
-_hashed_dropout_loop = tf.function(hashed_dropout, jit_compile=True)
+_hashed_dropout_loop = tf.function(hashed_dropout, jit_compile=True, autograph=False)
 
 
 def dropout_with_hashed_bits(inputs, rate, seed):

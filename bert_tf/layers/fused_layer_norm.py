@@ -28,7 +28,7 @@ import tensorflow as tf
 from bert_tf.layers.dropout import dropout_threshold, hashed_dropout
 
 
-@tf.function(jit_compile=True)
+@tf.function(jit_compile=True, autograph=False)
 def _forward(residual, branch, gamma, beta, epsilon, threshold, seed):
     x = residual + tf.cast(hashed_dropout(branch, threshold, seed), tf.float32)
     centered = x - tf.reduce_mean(x, axis=-1, keepdims=True)
@@ -38,7 +38,7 @@ def _forward(residual, branch, gamma, beta, epsilon, threshold, seed):
     return normalized * gamma + beta, normalized, inverse_std
 
 
-@tf.function(jit_compile=True)
+@tf.function(jit_compile=True, autograph=False)
 def _backward(upstream, normalized, inverse_std, gamma, branch_dtype, threshold, seed):
     scaled = upstream * gamma
     residual_grad = inverse_std * (

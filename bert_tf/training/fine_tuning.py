@@ -184,7 +184,7 @@ def predict_padded(model, dataset, max_seq_length, sequence_outputs=(), verbose=
     features_spec = features_spec if isinstance(features_spec, dict) else features_spec[0]
 
     @tf.function(input_signature=[{name: tf.TensorSpec([None] * spec.shape.rank, spec.dtype)
-                                   for name, spec in features_spec.items()}])
+                                   for name, spec in features_spec.items()}], autograph=False)
     def predict_step(features):
         return model(features, training=False)
 

@@ -31,7 +31,7 @@ _DENOMINATOR_EPSILON = 1e-5
 # XLA-compiled even inside a train step that is not: over [predictions, vocab] logits, TF's own
 # CPU kernels for the cross-entropy (and its gradient) and the argmax take ~4x the time of
 # XLA's fused loops (measured on bert_mini, batch 32: the step went from ~880 to ~835 ms).
-@tf.function(jit_compile=True)
+@tf.function(jit_compile=True, autograph=False)
 def _weighted_sums(logits, labels, weights):
     """`(sum of weights x cross-entropy, sum of weights x correct)` of `logits [..., classes]`
     against the int32 `labels` (`weights` has their shape)."""

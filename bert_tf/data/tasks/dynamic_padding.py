@@ -80,6 +80,7 @@ def padded_batches(dataset, batch_size, max_seq_length, pad_to_multiple_of=DEFAU
 
 def _trimmer(max_seq_length, pad_to_multiple_of):
     """A `Dataset.map` function: tf.data passes a tuple element as separate arguments."""
+    @tf.autograph.experimental.do_not_convert  # no tensor-dependent Python control flow
     def trim(*element):
         return trim_padding(element[0] if len(element) == 1 else element, max_seq_length,
                             pad_to_multiple_of)
