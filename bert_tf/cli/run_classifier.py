@@ -77,15 +77,16 @@ def _read(task, mode):
 
 def _raw_examples(examples, task, with_labels, order=None):
     """An unbatched dataset of `{"texts": (text, [text_b]), "label": label}` in file order, or
-    in `order` (example indexes; texts only)."""
+    in `order` (example indexes)."""
     import tensorflow as tf
 
     texts = (tuple(examples.texts) if order is None else
              tuple([column[index] for index in order] for column in examples.texts))
     elements = {"texts": texts}
     if with_labels:
+        labels = examples.labels if order is None else examples.labels[order]
         # Regression scores get the logits' shape [1].
-        elements["label"] = examples.labels[:, None] if task.is_regression else examples.labels
+        elements["label"] = labels[:, None] if task.is_regression else labels
     return tf.data.Dataset.from_tensor_slices(elements)
 
 
