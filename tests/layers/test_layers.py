@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_tf.layers import dense_rows, self_attention
+from bert_tf.layers import dense_rows, self_attention, transformer_block
 from bert_tf.layers.activations import fused_gelu, get_activation, training_activation
 from bert_tf.layers.embeddings import BertEmbeddings
 from bert_tf.layers.onednn import onednn_enabled
@@ -83,11 +83,13 @@ def test_fetching_only_the_first_token_needs_no_other_rows_feed_forward(training
     assert (15, inner) not in shapes  # no feed-forward over all 3 x 5 rows
 
 
+@pytest.mark.parametrize("on_cpu_cores", [True, False])
 @pytest.mark.parametrize("intermediate_size", [16, 7])
 def test_training_feed_forward_in_two_halves_and_its_gradients_equal_the_whole(
-        intermediate_size):
-    # Training runs the feed-forward as two independent halves of the intermediate units
-    # (one per core); an odd size splits 4 + 3.
+        intermediate_size, on_cpu_cores, monkeypatch):
+    # On CPU cores training runs the feed-forward as two independent halves of the
+    # intermediate units (one per core; an odd size splits 4 + 3); on a TPU or GPU as one.
+    monkeypatch.setattr(transformer_block, "_on_cpu_cores", lambda: on_cpu_cores)
     block = BertTransformerBlock(hidden_size=8, num_heads=2, intermediate_size=intermediate_size)
     block.build((None, None, 8))
     rows = tf.random.normal([6, 8], seed=3)
