@@ -1,5 +1,6 @@
 """`size_thread_pools`: TensorFlow's intra-op and inter-op thread pools, sized before its first
-op, with a one-line error naming the setting when that is too late.
+op, with a one-line error naming the setting when that is too late; `ops_side_by_side_on_cores`:
+whether the pools run single-threaded ops side by side.
 
 TensorFlow runs each op on up to intra-op threads and independent ops side by side on the
 inter-op threads; both default to one per core. Small ops gain little from a second thread
@@ -9,7 +10,10 @@ while long batches (32 x 64, 32 x 128) ran 17 % and 26 % slower (docs/PERFORMANC
 
 Example:
     >>> size_thread_pools(intra_op=1, inter_op=0)   # 0 leaves a pool at TensorFlow's default
+    >>> ops_side_by_side_on_cores()                  # True on a CPU with 2 cores or more
 """
+
+import os
 
 import tensorflow as tf
 
@@ -33,3 +37,20 @@ def size_thread_pools(intra_op, inter_op, names=("intra_op", "inter_op")):
                 raise ValueError(f"{name}={size} cannot take effect: TensorFlow already ran "
                                  f"in this process with {current() or 'default'} threads; set "
                                  f"it before the first TensorFlow op.") from None
+
+
+def ops_side_by_side_on_cores():
+    """True when the ops run on the CPU's cores (no TPU or GPU configured), each op on one
+    thread (intra-op parallelism 1) and several ops at once (more than one inter-op thread):
+    then only independent ops keep more than one core busy, and work split into independent
+    halves (`bert_tf.models.batch_halves`) runs on two cores where one chain would use one."""
+    threading_config = tf.config.threading
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    # 0: not set in this process; TensorFlow then reads these variables, else one per core.
+    intra_op = (threading_config.get_intra_op_parallelism_threads()
+                or int(os.environ.get("TF_NUM_INTRAOP_THREADS") or 0) or cores)
+    inter_op = (threading_config.get_inter_op_parallelism_threads()
+                or int(os.environ.get("TF_NUM_INTEROP_THREADS") or 0) or cores)
+    return (intra_op == 1 and inter_op > 1
+            and not (tf.config.list_logical_devices("TPU")
+                     or tf.config.list_logical_devices("GPU")))

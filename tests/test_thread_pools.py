@@ -1,3 +1,4 @@
+import os
 import subprocess
 import sys
 
@@ -30,3 +31,21 @@ def test_too_late_or_negative_is_an_error_naming_the_setting():
     with pytest.raises(ValueError, match="--other must be >= 0"):
         size_thread_pools(0, -1, names=("--threads", "--other"))
     size_thread_pools(0, 0)  # 0 leaves both alone: no error
+
+
+@pytest.mark.parametrize("intra_op, inter_op, environment, expected", [
+    (1, 0, {}, "True"), (1, 2, {}, "True"), (0, 0, {}, "False"), (2, 0, {}, "False"),
+    (1, 1, {}, "False"), (0, 0, {"TF_NUM_INTRAOP_THREADS": "1"}, "True"),
+    (0, 0, {"TF_NUM_INTRAOP_THREADS": "1", "TF_NUM_INTEROP_THREADS": "1"}, "False")])
+def test_ops_side_by_side_on_cores_needs_one_thread_per_op_and_several_at_once(
+        intra_op, inter_op, environment, expected):
+    # On this package's 2-core (or larger) CI machines; 0 is TensorFlow's default (the
+    # environment's TF_NUM_*_THREADS, else one per core).
+    code = ("from bert_tf.thread_pools import ops_side_by_side_on_cores, size_thread_pools\n"
+            f"size_thread_pools({intra_op}, {inter_op})\n"
+            "print(ops_side_by_side_on_cores())\n")
+    env = {name: value for name, value in os.environ.items() if not name.startswith("TF_NUM_")}
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            cwd=REPO_ROOT, timeout=300, env={**env, **environment})
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.split() == [expected]

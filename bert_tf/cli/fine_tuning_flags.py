@@ -61,8 +61,10 @@ def define_fine_tuning_flags(max_seq_length=128):
                       "per padded length).")
     flags.DEFINE_integer("seed", 12345, "Seed of the head's initial weights, dropout and "
                          "shuffling.")
-    define_thread_pool_flags("On 2 cores, 1 trains short sequences faster (SST-2: 12 %) and "
-                             "long ones slower.")
+    define_thread_pool_flags("1 also runs each training step as two passes over the halves "
+                             "of the batch, one per core, each with its own dropout masks "
+                             "(resume a run with the same setting); on 2 cores it trains "
+                             "SST-2's short texts faster (docs/PERFORMANCE.md).")
 
 
 def define_data_file_flags(kind, train, eval, predict, predict_note=""):

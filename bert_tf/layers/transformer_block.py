@@ -4,18 +4,12 @@ import keras
 import tensorflow as tf
 
 from bert_tf.layers.activations import get_activation, training_activation
-from bert_tf.layers.compute_weights import compute_weight
-from bert_tf.layers.dense_rows import dense_rows, matmul_plus_bias
+from bert_tf.layers.dense_rows import dense_rows
 from bert_tf.layers.dropout import BertDropout
 from bert_tf.layers.fused_layer_norm import residual_layer_norm
 from bert_tf.layers.inference_layer_norm import inference_layer_norm
 from bert_tf.layers.real_tokens import RealTokens, real_tokens_only_enabled
 from bert_tf.layers.self_attention import BertSelfAttention
-
-
-def _on_cpu_cores():
-    """True when no TPU or GPU is configured, so the layers' ops run on the CPU's cores."""
-    return not (tf.config.list_logical_devices("TPU") or tf.config.list_logical_devices("GPU"))
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
@@ -108,41 +102,11 @@ class BertTransformerBlock(keras.layers.Layer):
         attended = dense_rows(self.attention_output, tf.reshape(attended, [-1, self.hidden_size]),
                               training=training)
         hidden = self._drop_add_and_norm(self.attention_layer_norm, residual, attended, training)
-        output = self._feed_forward(tf.cast(hidden, self.compute_dtype), training)
+        activation = self._training_activation_fn if training else self._activation_fn
+        inner = dense_rows(self.intermediate, tf.cast(hidden, self.compute_dtype), activation,
+                           training)
+        output = dense_rows(self.output_dense, inner, training=training)
         return self._drop_add_and_norm(self.output_layer_norm, hidden, output, training)
-
-    def _feed_forward(self, rows, training):
-        """`output_dense(activation(intermediate(rows)))` for rows `[positions, hidden]`.
-
-        Training splits it into two halves of the intermediate units, each its own matmul,
-        activation and matmul back, summed at the end (the same function: each output sums
-        over the intermediate units). The two chains are independent ops, so each core runs
-        one, forward and backward; as one chain, the forward matmuls ran one at a time on
-        one core (one intra-op thread, as fine-tuning runs) while the other waited. MiniLM's
-        fine-tuning step, bfloat16, one intra-op thread, both versions in one process taking
-        turns (2-vCPU AMD EPYC, avx512_bf16, no AMX): 32 x 8 tokens 76.0 -> 69.4 ms, 32 x 16
-        130.1 -> 112.1, 32 x 32 238.0 -> 204.1 (-9 to -15 %), and 0.131 -> 0.123 s per step
-        over a full SST-2 epoch; float32 -6 to -9 %; three parts instead of two: -6 to -9 %,
-        32 x 8 unchanged; with two intra-op threads unchanged (within 1 %). Inference keeps
-        one matmul with its GELU fused (its matmuls use both cores themselves), and so does
-        training on a TPU or GPU, where the reason (an idle CPU core) does not apply.
-        """
-        if not training or not _on_cpu_cores():
-            activation = self._training_activation_fn if training else self._activation_fn
-            inner = dense_rows(self.intermediate, rows, activation, training)
-            return dense_rows(self.output_dense, inner, training=training)
-        dtype, halves = self.compute_dtype, [(self.intermediate_size + 1) // 2,
-                                             self.intermediate_size // 2]
-        inner_kernels = tf.split(compute_weight(self.intermediate.kernel, dtype), halves, axis=1)
-        inner_biases = tf.split(compute_weight(self.intermediate.bias, dtype), halves)
-        output_kernels = tf.split(compute_weight(self.output_dense.kernel, dtype), halves)
-        output_biases = (compute_weight(self.output_dense.bias, dtype), None)
-        return tf.add_n([
-            matmul_plus_bias(self._training_activation_fn(
-                matmul_plus_bias(rows, inner_kernel, inner_bias, training)),
-                output_kernel, output_bias, training)
-            for inner_kernel, inner_bias, output_kernel, output_bias
-            in zip(inner_kernels, inner_biases, output_kernels, output_biases)])
 
     def _drop_add_and_norm(self, layer_norm, residual, branch, training):
         """`layer_norm(residual + dropout(branch))` in float32: in inference (no dropout)

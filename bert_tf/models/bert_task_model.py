@@ -5,7 +5,9 @@ import tensorflow as tf
 
 from bert_tf.config import BertConfig
 from bert_tf.layers.dropout import BertDropout
+from bert_tf.models.batch_halves import in_batch_halves
 from bert_tf.models.bert_encoder import INPUT_KEYS
+from bert_tf.thread_pools import ops_side_by_side_on_cores
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
@@ -42,9 +44,30 @@ class BertTaskModel(keras.Model):
                             f"{type(preprocessor).__name__}")
         self.encoder = encoder
         self.preprocessor = preprocessor
+        self._forward_in_batch_halves = False
         # The encoder is built and subclasses build their layers as they create them, so Keras
         # must not try to build the model from a sample input (it cannot guess raw-text inputs).
         self.built = True
+
+    def train_step(self, data):
+        """Keras' train step; when the ops run one thread each on several CPU cores
+        (`ops_side_by_side_on_cores`), its forward pass (and so its backward pass) runs as two
+        independent passes over the halves of the batch, one per core (`in_batch_halves`). The
+        loss, metrics and gradients are those of the whole batch; only the dropout masks are
+        drawn per half, so a run resumes exactly only with the same thread settings."""
+        if not ops_side_by_side_on_cores():
+            return super().train_step(data)
+        self._forward_in_batch_halves = True
+        try:
+            return super().train_step(data)
+        finally:
+            self._forward_in_batch_halves = False
+
+    def __call__(self, inputs, *args, **kwargs):
+        if not self._forward_in_batch_halves:
+            return super().__call__(inputs, *args, **kwargs)
+        call = super().__call__
+        return in_batch_halves(lambda half: call(half, *args, **kwargs), inputs)
 
     def head_dropout(self, dropout_rate):
         """Dropout before a head's dense layer; the rate defaults to the encoder's

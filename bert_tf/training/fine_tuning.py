@@ -30,6 +30,8 @@ import numpy as np
 import tensorflow as tf
 
 from bert_tf.checkpoints import checkpoint_manager, training_checkpoint
+from bert_tf.models.batch_halves import in_batch_halves
+from bert_tf.thread_pools import ops_side_by_side_on_cores
 from bert_tf.training.optimizers import create_optimizer
 from bert_tf.training.schedule import WarmupPolynomialDecay
 from bert_tf.training.summaries import ScalarSummaries
@@ -186,6 +188,8 @@ def predict_padded(model, dataset, max_seq_length, sequence_outputs=(), verbose=
     @tf.function(input_signature=[{name: tf.TensorSpec([None] * spec.shape.rank, spec.dtype)
                                    for name, spec in features_spec.items()}], autograph=False)
     def predict_step(features):
+        if ops_side_by_side_on_cores():  # one pass per core (see `in_batch_halves`)
+            return in_batch_halves(lambda half: model(half, training=False), features)
         return model(features, training=False)
 
     batches = []

@@ -124,8 +124,11 @@ def test_export_agrees_with_the_tools_evaluation_and_predictions(workspace, sst2
 def test_a_run_killed_with_sigkill_resumes_exactly(workspace, sst2_run, tmp_path):
     reference, _ = sst2_run
     output_dir = tmp_path / "killed"
+    # The reference's thread flags too: with one thread per op the step runs in batch halves,
+    # which draw their own dropout masks (bert_tf.models.batch_halves).
     flags = [*workspace["model"], *TRAIN_FLAGS, f"--data_dir={workspace['sst2']}",
-             f"--output_dir={output_dir}", "--do_train", "--save_checkpoints_steps=10"]
+             f"--output_dir={output_dir}", "--do_train", "--save_checkpoints_steps=10",
+             "--tensorflow_intra_op_parallelism=1", "--tensorflow_inter_op_parallelism=2"]
     killed_at = kill_at_first_checkpoint("run_classifier.py", flags, output_dir)
     assert killed_at < STEPS
 

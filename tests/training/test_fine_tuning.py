@@ -10,6 +10,7 @@ import tensorflow as tf
 from bert_tf import BertClassifier, BertTokenClassifier
 from bert_tf.data.tasks.dynamic_padding import bucketed_batches, padded_batches
 from bert_tf.export import load_task_model
+from bert_tf.training import fine_tuning
 from bert_tf.training.fine_tuning import FineTuner, fine_tuning_optimizer, predict_padded
 from tests.models.head_fixtures import TINY, tiny_encoder
 
@@ -106,12 +107,19 @@ def test_trains_without_tf_data_autotuning(tmp_path, monkeypatch):
     assert seen[0].options().autotune.enabled is False
 
 
-def test_predict_pads_sequence_outputs_back(tmp_path):
+@pytest.mark.parametrize("in_batch_halves", [False, True])
+def test_predict_pads_sequence_outputs_back(in_batch_halves, monkeypatch):
+    # In batch halves (single-threaded ops side by side on the cores) too: the same outputs.
+    monkeypatch.setattr(fine_tuning, "ops_side_by_side_on_cores", lambda: in_batch_halves)
     tagger = BertTokenClassifier(tiny_encoder(), num_classes=3)
+    calls = []
+    tagger.call = lambda inputs, training=None, call=tagger.call: (
+        calls.append(training), call(inputs, training=training))[1]
     examples = _examples().map(lambda features, labels: features)
-    outputs = predict_padded(tagger, padded_batches(examples, 8, SEQ, pad_to_multiple_of=4),
+    outputs = predict_padded(tagger, padded_batches(examples, 7, SEQ, pad_to_multiple_of=4),
                              SEQ, sequence_outputs=("logits",), verbose=0)
     assert outputs["logits"].shape == (48, SEQ, 3)
+    assert calls == [False] * (2 if in_batch_halves else 1)  # traced once, for every batch
     full = tagger(next(iter(examples.batch(48))))["logits"].numpy()
     mask = next(iter(examples.batch(48)))["input_mask"].numpy().astype(bool)
     np.testing.assert_allclose(outputs["logits"][mask], full[mask], atol=1e-5)
