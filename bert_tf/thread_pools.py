@@ -6,7 +6,9 @@ TensorFlow runs each op on up to intra-op threads and independent ops side by si
 inter-op threads; both default to one per core. Small ops gain little from a second thread
 and lose the hand-over: a MiniLM fine-tuning step on SST-2's short batches (32 x ~15 word
 pieces) ran 12 % faster on a 2-vCPU Xeon with one intra-op thread (two ops at once instead),
-while long batches (32 x 64, 32 x 128) ran 17 % and 26 % slower (docs/PERFORMANCE.md).
+while long batches (32 x 64, 32 x 128) ran 17 % and 26 % slower (docs/PERFORMANCE.md) until
+the fine-tuning step ran in batch halves: with them one thread per op was faster at every
+length measured (2-vCPU AMD EPYC, 32 x 128: 857 against 871 ms).
 
 Example:
     >>> size_thread_pools(intra_op=1, inter_op=0)   # 0 leaves a pool at TensorFlow's default

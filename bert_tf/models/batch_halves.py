@@ -6,13 +6,13 @@ depend on the one running, and a pass over the whole batch is mostly one chain o
 profile of MiniLM's fine-tuning step the two cores were busy 73 % of it. The halves' passes
 share no op until their outputs are joined, forward and backward, so each core runs one.
 MiniLM's fine-tuning step, bfloat16, one intra-op thread (2-vCPU AMD EPYC, avx512_bf16, no
-AMX), median of 30 steps (`bench/finetune_profile.py --timed_seq_lengths=8,16,32`): whole
-batch 79.6 / 131.2 / 242.0 ms at 32 x 8 / 16 / 32 tokens, in halves 78.3 / 116.1 / 205.5; over
-a full SST-2 epoch 0.119 s per step against 0.123 with the feed-forward split in two halves of
-its units instead, which this replaces (in one process taking turns with it: 32 x 8 -0.1 and
--9.3 %, 32 x 16 -4.7 and -11.1 %, 32 x 32 -10.6 and -10.9 % in two runs). Each half casts
-the weights itself: one cast shared by the two, which joins them at every weight (its gradient
-waits for both halves), was 4-5 % slower at every length in the same A/B.
+AMX), median step (`bench/finetune_profile.py --timed_seq_lengths=...`): whole batch 79.6 /
+131.2 / 242.0 ms at 32 x 8 / 16 / 32 tokens, in halves 78.3 / 116.1 / 205.5. Against the
+split it replaces (the feed-forward in two halves of its units): 32 x 64 458.5 -> 388.6 ms,
+32 x 128 1095.9 -> 856.8; on SST-2's short batches alike (500 steps, taking turns: 0.121 and
+0.124 s per step against 0.126 and 0.124). Each half casts the weights itself: one cast
+shared by the two, which joins them at every weight (its gradient waits for both halves), was
+4-5 % slower at every length (one process taking turns).
 
 Example:
     >>> logits = in_batch_halves(lambda half: model(half, training=True), features)

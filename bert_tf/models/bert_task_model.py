@@ -64,6 +64,7 @@ class BertTaskModel(keras.Model):
             self._forward_in_batch_halves = False
 
     def __call__(self, inputs, *args, **kwargs):
+        """Keras' call; inside `train_step` in batch halves, one call per half."""
         if not self._forward_in_batch_halves:
             return super().__call__(inputs, *args, **kwargs)
         call = super().__call__
