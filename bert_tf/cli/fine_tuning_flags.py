@@ -54,6 +54,10 @@ def define_fine_tuning_flags(max_seq_length=128):
                          "--num_train_epochs.", lower_bound=1)
     flags.DEFINE_float("warmup_proportion", 0.1, "Share of the steps with a linear warmup.")
     flags.DEFINE_integer("save_checkpoints_steps", 1000, "Checkpoint every this many steps.")
+    flags.DEFINE_integer("steps_per_execution", 10, "Training steps per host call; the "
+                         "progress bar moves, and checkpoints and TensorBoard logs fall due, "
+                         "at the end of a call. 10 trains SST-2 ~3 % faster than 1 "
+                         "(docs/PERFORMANCE.md).", lower_bound=1)
     flags.DEFINE_enum("mixed_precision", "float32", list(MIXED_PRECISION),
                       "Compute dtype of the encoder (bfloat16 is faster on CPUs with "
                       "AMX/AVX512-BF16 and on TPUs; float32 keeps the reference numerics).")
@@ -187,7 +191,8 @@ def fine_tuner_from_flags(model, num_examples, **compile_arguments):
                      learning_rate=FLAGS.learning_rate,
                      warmup_proportion=FLAGS.warmup_proportion,
                      steps_per_checkpoint=FLAGS.save_checkpoints_steps,
-                     jit_compile=FLAGS.jit_compile, **compile_arguments)
+                     jit_compile=FLAGS.jit_compile,
+                     steps_per_execution=FLAGS.steps_per_execution, **compile_arguments)
 
 
 def data_path(flag_name):

@@ -66,23 +66,34 @@ def _without_autotuning(dataset):
 
 
 class _SaveEverySteps(keras.callbacks.Callback):
-    """Saves a checkpoint every `steps` optimizer steps, and at the end of training."""
+    """Saves a checkpoint every `steps` optimizer steps, and at the end of training. With
+    several steps per host call (`steps_per_execution`), at the end of the call that passes a
+    multiple of `steps`."""
 
     def __init__(self, manager, steps):
         super().__init__()
         self.manager = manager
         self.steps = steps
+        self._saved_step = None
 
     def _step(self):
         return int(keras.ops.convert_to_numpy(self.model.optimizer.iterations))
 
+    def _save(self, step):
+        self.manager.save(checkpoint_number=step)
+        self._saved_step = step
+
+    def on_train_begin(self, logs=None):
+        self._saved_step = self._step()  # restored from its checkpoint, or 0
+
     def on_train_batch_end(self, batch, logs=None):
-        if self._step() % self.steps == 0:
-            self.manager.save(checkpoint_number=self._step())
+        step = self._step()
+        if step // self.steps > self._saved_step // self.steps:
+            self._save(step)
 
     def on_train_end(self, logs=None):
-        if self._step() % self.steps:
-            self.manager.save(checkpoint_number=self._step())
+        if self._step() != self._saved_step:
+            self._save(self._step())
 
 
 class FineTuner:
@@ -99,7 +110,8 @@ class FineTuner:
         steps_per_checkpoint: optimizer steps between checkpoints.
         keep_checkpoint_max: checkpoints kept.
         jit_compile: compile the train step with XLA (one compilation per padded length).
-        steps_per_execution: train steps per host call.
+        steps_per_execution: train steps per host call (checkpoints and logs then fall due at
+            the end of the call that passes their multiple).
     """
 
     def __init__(self, model, output_dir, *, loss, num_train_steps, learning_rate,
@@ -153,8 +165,11 @@ class FineTuner:
         callbacks = [_SaveEverySteps(self.manager, self.steps_per_checkpoint),
                      ScalarSummaries(self.output_dir)]
         # One pass of the steps left: the progress bar's total and ETA are the real count.
-        return self.model.fit(_without_autotuning(dataset_fn(start_step)), epochs=1,
-                              steps_per_epoch=self.num_train_steps - start_step,
+        # The batches end there too: with several steps per host call, Keras' last call stops
+        # at the end of the data, not at the next multiple of `steps_per_execution`.
+        steps = self.num_train_steps - start_step
+        return self.model.fit(_without_autotuning(dataset_fn(start_step).take(steps)), epochs=1,
+                              steps_per_epoch=steps,
                               callbacks=callbacks,
                               shuffle=False,  # the dataset is shuffled (and resumable) already
                               verbose=verbose)

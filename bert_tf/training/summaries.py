@@ -49,6 +49,7 @@ class ScalarSummaries(keras.callbacks.Callback):
         self._writers = {}
         self._last_logs = None
         self._since = None  # ({name: (total, count)} of the means, time) at the previous write
+        self._written_step = None  # the optimizer step of the previous write (or the start)
 
     def _means(self):
         """{name: (total, count)} of the model's mean metrics in this epoch, the loss included."""
@@ -92,10 +93,17 @@ class ScalarSummaries(keras.callbacks.Callback):
     def on_epoch_begin(self, epoch, logs=None):
         self._since = ({}, time.perf_counter())  # fit has just reset the means
 
+    def on_train_begin(self, logs=None):
+        self._written_step = self._step()
+
     def on_train_batch_end(self, batch, logs=None):
+        # Keras calls this once per host call, which may run several steps
+        # (`steps_per_execution`): a write falls due when a multiple of every_n_steps is passed.
         self._last_logs = logs
-        if logs and self._step() % self.every_n_steps == 0:
+        step = self._step()
+        if logs and step // self.every_n_steps > self._written_step // self.every_n_steps:
             self._write_train_logs(logs)
+            self._written_step = step
 
     def on_epoch_end(self, epoch, logs=None):
         validation = {name[len("val_"):]: float(value) for name, value in (logs or {}).items()
@@ -105,7 +113,7 @@ class ScalarSummaries(keras.callbacks.Callback):
 
     def on_train_end(self, logs=None):
         # The last step too, so that short runs and the end of every run are on the curves.
-        if self._last_logs and self._step() % self.every_n_steps:
+        if self._last_logs and self._step() != self._written_step:
             self._write_train_logs(self._last_logs)
         for writer in self._writers.values():
             writer.close()

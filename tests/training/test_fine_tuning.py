@@ -97,6 +97,24 @@ def test_resume_continues_at_the_exact_step(tmp_path):
     assert resumed.train(_dataset_fn(), verbose=0) is None  # nothing left to do
 
 
+def test_several_steps_per_host_call_take_the_same_steps_and_checkpoint_on_passing(tmp_path):
+    # 12 steps, 3 per host call: the weights of one step per call; the checkpoints every 5
+    # steps fall due at the ends of the calls passing 5 and 10 (steps 6 and 12).
+    one = _tuner(str(tmp_path / "one"))
+    one.train(_dataset_fn(), verbose=0)
+    three = _tuner(str(tmp_path / "three"), steps_per_execution=3)
+    three.train(_dataset_fn(), verbose=0)
+    assert three.step == 12
+    assert [path.rsplit("-", 1)[1] for path in three.manager.checkpoints] == ["6", "12"]
+    for a, b in zip(one.model.get_weights(), three.model.get_weights(), strict=True):
+        np.testing.assert_allclose(a, b, atol=2e-5)
+    # A step count that is not a multiple: the last call stops at the end, checkpointed.
+    short = _tuner(str(tmp_path / "short"), steps=7, steps_per_execution=3)
+    short.train(_dataset_fn(), verbose=0)
+    assert short.step == 7
+    assert [path.rsplit("-", 1)[1] for path in short.manager.checkpoints] == ["6", "7"]
+
+
 def test_trains_without_tf_data_autotuning(tmp_path, monkeypatch):
     # Deleting an autotuned dataset's iterator waits for tf.data's tuning thread (up to a
     # minute after long runs): `fit` must get the training batches without autotuning.

@@ -22,12 +22,14 @@ class TickingClock:
         return self.now
 
 
-def fit(log_dir, num_examples, batch_size, every_n_steps, learning_rate=0.1):
+def fit(log_dir, num_examples, batch_size, every_n_steps, learning_rate=0.1,
+        steps_per_execution=1):
     """The model and features of a one-epoch fit of a linear model to the features' first
     column, logged by `ScalarSummaries`."""
     keras.utils.set_random_seed(1)
     model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
-    model.compile(optimizer=keras.optimizers.SGD(learning_rate), loss="mse")
+    model.compile(optimizer=keras.optimizers.SGD(learning_rate), loss="mse",
+                  steps_per_execution=steps_per_execution)
     features = np.random.default_rng(0).normal(size=(num_examples, 3)).astype("float32")
     dataset = tf.data.Dataset.from_tensor_slices((features, features[:, :1])).batch(batch_size)
     model.fit(dataset, epochs=1, verbose=0, shuffle=False,
@@ -48,6 +50,20 @@ def test_each_write_holds_the_mean_loss_of_its_own_steps(tmp_path):
     assert [step for step, _ in losses] == [step for step, _ in expected]
     np.testing.assert_allclose([value for _, value in losses],
                                [value for _, value in expected], rtol=1e-5)
+
+
+def test_with_several_steps_per_call_a_write_falls_due_when_a_multiple_is_passed(tmp_path):
+    # 10 steps, 3 per host call (Keras calls back at steps 3, 6, 9 and 10), a write every 4:
+    # at 6 (past 4), at 9 (past 8) and at the end, each with its own steps' mean loss.
+    model, features = fit(tmp_path, num_examples=38, batch_size=4, every_n_steps=4,
+                          learning_rate=0.0, steps_per_execution=3)
+    kernel, bias = (weight.numpy() for weight in model.layers[0].weights)
+    squared_errors = ((features @ kernel + bias)[:, 0] - features[:, 0]) ** 2
+    losses = [(event.step, event.value) for event in read_scalars(str(tmp_path / "train"))["loss"]]
+    assert [step for step, _ in losses] == [6, 9, 10]
+    np.testing.assert_allclose([value for _, value in losses],
+                               [squared_errors[:24].mean(), squared_errors[24:36].mean(),
+                                squared_errors[36:].mean()], rtol=1e-5)
 
 
 def test_examples_per_second_counts_the_examples_of_each_stretch(tmp_path, monkeypatch):
