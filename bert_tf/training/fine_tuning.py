@@ -130,7 +130,8 @@ class FineTuner:
                                                warmup_proportion, weight_decay_rate, clip_norm)
         model.compile(optimizer=self.optimizer, loss=loss, metrics=metrics,
                       loss_weights=loss_weights, jit_compile=jit_compile,
-                      steps_per_execution=steps_per_execution)
+                      # No more than the job's steps: Keras' progress bar counts whole calls.
+                      steps_per_execution=min(steps_per_execution, num_train_steps))
         # Dropout's random-number states too, so that a resumed run draws the same masks as
         # one that never stopped.
         dropout_seeds = [v for v in model.non_trainable_variables if "seed_generator" in v.path]
