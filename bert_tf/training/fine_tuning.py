@@ -34,7 +34,7 @@ from bert_tf.models.batch_halves import in_batch_halves
 from bert_tf.thread_pools import ops_side_by_side_on_cores
 from bert_tf.training.optimizers import create_optimizer
 from bert_tf.training.schedule import WarmupPolynomialDecay
-from bert_tf.training.summaries import ScalarSummaries
+from bert_tf.training.summaries import ScalarSummaries, optimizer_step, passed_a_multiple
 
 logger = logging.getLogger("bert_tf.training")
 
@@ -76,24 +76,36 @@ class _SaveEverySteps(keras.callbacks.Callback):
         self.steps = steps
         self._saved_step = None
 
-    def _step(self):
-        return int(keras.ops.convert_to_numpy(self.model.optimizer.iterations))
-
     def _save(self, step):
         self.manager.save(checkpoint_number=step)
         self._saved_step = step
 
     def on_train_begin(self, logs=None):
-        self._saved_step = self._step()  # restored from its checkpoint, or 0
+        self._saved_step = optimizer_step(self.model)  # restored from its checkpoint, or 0
 
     def on_train_batch_end(self, batch, logs=None):
-        step = self._step()
-        if step // self.steps > self._saved_step // self.steps:
+        step = optimizer_step(self.model)
+        if passed_a_multiple(self._saved_step, step, self.steps):
             self._save(step)
 
     def on_train_end(self, logs=None):
-        if self._step() != self._saved_step:
-            self._save(self._step())
+        step = optimizer_step(self.model)
+        if step != self._saved_step:
+            self._save(step)
+
+
+class _RealStepsProgbar(keras.callbacks.ProgbarLogger):
+    """Keras' progress bar, counting the steps each host call really ran.
+
+    Keras counts `steps_per_execution` steps per call, the last call's too, which runs only
+    the steps left: a 2,105-step SST-2 epoch at 10 per call showed 2110/2105 before
+    2105/2105, and a 6-step job 10/6.
+    """
+
+    def on_train_batch_end(self, batch, logs=None):
+        # `batch` is the index of the call's last step by Keras' count; the job's last is
+        # `target - 1` (`fit`'s `steps_per_epoch`).
+        super().on_train_batch_end(min(batch, self.target - 1), logs)
 
 
 class FineTuner:
@@ -130,8 +142,7 @@ class FineTuner:
                                                warmup_proportion, weight_decay_rate, clip_norm)
         model.compile(optimizer=self.optimizer, loss=loss, metrics=metrics,
                       loss_weights=loss_weights, jit_compile=jit_compile,
-                      # No more than the job's steps: Keras' progress bar counts whole calls.
-                      steps_per_execution=min(steps_per_execution, num_train_steps))
+                      steps_per_execution=steps_per_execution)
         # Dropout's random-number states too, so that a resumed run draws the same masks as
         # one that never stopped.
         dropout_seeds = [v for v in model.non_trainable_variables if "seed_generator" in v.path]
@@ -142,7 +153,7 @@ class FineTuner:
     @property
     def step(self):
         """Optimizer steps taken so far (restored ones included)."""
-        return int(keras.ops.convert_to_numpy(self.optimizer.iterations))
+        return optimizer_step(self.model)
 
     def restore_latest(self):
         """Restores the latest checkpoint in `output_dir`, if any; returns its path or None."""
@@ -164,8 +175,9 @@ class FineTuner:
             logger.info("%s is already trained (%d steps)", self.output_dir, start_step)
             return None
         callbacks = [_SaveEverySteps(self.manager, self.steps_per_checkpoint),
-                     ScalarSummaries(self.output_dir)]
-        # One pass of the steps left: the progress bar's total and ETA are the real count.
+                     ScalarSummaries(self.output_dir), _RealStepsProgbar()]
+        # One pass of the steps left: the progress bar's total and ETA are the real count
+        # (of this run: resumed at step 7 of 12, it counts to 5).
         # The batches end there too: with several steps per host call, Keras' last call stops
         # at the end of the data, not at the next multiple of `steps_per_execution`.
         steps = self.num_train_steps - start_step

@@ -1,5 +1,6 @@
 """TensorBoard scalars without the `tensorboard` package: `write_scalars` and the Keras
-callback `ScalarSummaries`.
+callback `ScalarSummaries`; and when a periodic write (or checkpoint) falls due during `fit`:
+`optimizer_step`, `passed_a_multiple`.
 
 `tf.summary.scalar` needs the `tensorboard` package just to *write* a scalar; writing the
 scalar plugin's metadata ourselves keeps TensorBoard a viewer-only dependency.
@@ -27,6 +28,31 @@ def write_scalars(writer, step, scalars):
     with writer.as_default(step=step):
         for name, value in scalars.items():
             tf.summary.write(name, tf.constant(value, tf.float32), metadata=_SCALAR_METADATA)
+
+
+def optimizer_step(model):
+    """The optimizer steps `model` has taken (its optimizer's `iterations`, restored ones
+    included), as an int.
+
+    Example:
+        >>> optimizer_step(model)   # after a fit of 120 steps resumed at step 100
+        220
+    """
+    return int(keras.ops.convert_to_numpy(model.optimizer.iterations))
+
+
+def passed_a_multiple(previous_step, step, period):
+    """Whether going from optimizer step `previous_step` to `step` passed a multiple of `period`.
+
+    Keras calls back once per host call, which may run several steps (`steps_per_execution`),
+    so work due every `period` steps falls due at the end of the call passing its multiple,
+    which need not be a multiple itself.
+
+    Example:
+        >>> passed_a_multiple(3, 6, period=4), passed_a_multiple(4, 6, period=4)
+        (True, False)
+    """
+    return step // period > previous_step // period
 
 
 class ScalarSummaries(keras.callbacks.Callback):
@@ -68,9 +94,6 @@ class ScalarSummaries(keras.callbacks.Callback):
             self._writers[name] = tf.summary.create_file_writer(os.path.join(self.log_dir, name))
         return self._writers[name]
 
-    def _step(self):
-        return int(keras.ops.convert_to_numpy(self.model.optimizer.iterations))
-
     def _learning_rate(self):
         rate = self.model.optimizer.learning_rate
         return float(keras.ops.convert_to_numpy(rate))
@@ -88,20 +111,18 @@ class ScalarSummaries(keras.callbacks.Callback):
             examples = means["loss"][1] - before.get("loss", (0.0, 0.0))[1]
             scalars["examples_per_second"] = examples / (now - then)
         self._since = (means, now)
-        write_scalars(self._writer("train"), self._step(), scalars)
+        write_scalars(self._writer("train"), optimizer_step(self.model), scalars)
 
     def on_epoch_begin(self, epoch, logs=None):
         self._since = ({}, time.perf_counter())  # fit has just reset the means
 
     def on_train_begin(self, logs=None):
-        self._written_step = self._step()
+        self._written_step = optimizer_step(self.model)
 
     def on_train_batch_end(self, batch, logs=None):
-        # Keras calls this once per host call, which may run several steps
-        # (`steps_per_execution`): a write falls due when a multiple of every_n_steps is passed.
         self._last_logs = logs
-        step = self._step()
-        if logs and step // self.every_n_steps > self._written_step // self.every_n_steps:
+        step = optimizer_step(self.model)
+        if logs and passed_a_multiple(self._written_step, step, self.every_n_steps):
             self._write_train_logs(logs)
             self._written_step = step
 
@@ -109,11 +130,11 @@ class ScalarSummaries(keras.callbacks.Callback):
         validation = {name[len("val_"):]: float(value) for name, value in (logs or {}).items()
                       if name.startswith("val_")}
         if validation:
-            write_scalars(self._writer("eval"), self._step(), validation)
+            write_scalars(self._writer("eval"), optimizer_step(self.model), validation)
 
     def on_train_end(self, logs=None):
         # The last step too, so that short runs and the end of every run are on the curves.
-        if self._last_logs and self._step() != self._written_step:
+        if self._last_logs and optimizer_step(self.model) != self._written_step:
             self._write_train_logs(self._last_logs)
         for writer in self._writers.values():
             writer.close()

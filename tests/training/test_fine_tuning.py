@@ -1,6 +1,8 @@
 """FineTuner: BERT's fine-tuning optimizer, checkpoints, exact resume, padded prediction."""
 
+import functools
 import os
+import re
 
 import keras
 import numpy as np
@@ -108,11 +110,35 @@ def test_several_steps_per_host_call_take_the_same_steps_and_checkpoint_on_passi
     assert [path.rsplit("-", 1)[1] for path in three.manager.checkpoints] == ["6", "12"]
     for a, b in zip(one.model.get_weights(), three.model.get_weights(), strict=True):
         np.testing.assert_allclose(a, b, atol=2e-5)
-    # A step count that is not a multiple: the last call stops at the end, checkpointed.
-    short = _tuner(str(tmp_path / "short"), steps=7, steps_per_execution=3)
-    short.train(_dataset_fn(), verbose=0)
-    assert short.step == 7
-    assert [path.rsplit("-", 1)[1] for path in short.manager.checkpoints] == ["6", "7"]
+
+
+def _bar_counts(stdout):
+    """The (done, total) of each line Keras' progress bar printed to `stdout`."""
+    plain = re.sub(r"\x1b\[[0-9;]*m", "", stdout)     # Keras' colours
+    return [(int(done), int(total)) for done, total in re.findall(r"(\d+)/(\d+) ━", plain)]
+
+
+def test_a_short_last_call_ends_the_job_and_its_progress_bar_at_the_total(tmp_path, capsys,
+                                                                           monkeypatch):
+    # Every line printed: Keras skips one within 0.05 s of the previous, as a tiny model's
+    # 1-step call is, and that is where Keras' own count overshot.
+    monkeypatch.setattr(keras.utils.Progbar, "__init__",
+                        functools.partialmethod(keras.utils.Progbar.__init__, interval=0))
+    # 3 steps per host call, a job stopped at step 7 of 12: its last call runs 1 step and
+    # saves it; the bar counts 3, 6, 7 of 7 (Keras' own count: 3, 6, 9), then its final line.
+    interrupted = _tuner(str(tmp_path), steps_per_execution=3)
+    interrupted.num_train_steps = 7
+    interrupted.train(_dataset_fn(), verbose=1)
+    assert interrupted.step == 7
+    assert [path.rsplit("-", 1)[1] for path in interrupted.manager.checkpoints] == ["6", "7"]
+    assert _bar_counts(capsys.readouterr().out) == [(3, 7), (6, 7), (7, 7), (7, 7)]
+    # Resumed at 7: the calls run steps 8-10 (passing 10: saved) and 11-12; the bar counts
+    # this run's 5 steps (Keras' own count: 3, 6).
+    resumed = _tuner(str(tmp_path), steps_per_execution=3)
+    resumed.train(_dataset_fn(), verbose=1)
+    assert resumed.step == 12
+    assert [path.rsplit("-", 1)[1] for path in resumed.manager.checkpoints] == ["10", "12"]
+    assert _bar_counts(capsys.readouterr().out) == [(3, 5), (5, 5), (5, 5)]
 
 
 def test_trains_without_tf_data_autotuning(tmp_path, monkeypatch):
