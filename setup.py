@@ -50,7 +50,9 @@ setup(
     # bert_tf/official_configs, where BertConfig.from_name looks first.
     packages=find_packages(include=["bert_tf", "bert_tf.*"]) + ["bert_tf.official_configs"],
     package_dir={"bert_tf.official_configs": "official_configs"},
-    package_data={"bert_tf.official_configs": ["*.json"]},
+    # bert_tf/text/codepoint_tables.npz: the code point tables, built by codepoint_table.py.
+    package_data={"bert_tf.official_configs": ["*.json"],
+                  "bert_tf.text": ["codepoint_tables.npz"]},
     py_modules=["bert_tf_hub_names"],
     cmdclass={"build_py": BuildPyWithHubHook, "editable_wheel": EditableWheelWithHubHook},
     install_requires=[

@@ -93,3 +93,18 @@ def test_the_installed_tools_are_the_installed_code(installed):
     assert result.stderr.strip().splitlines()[-1] == (
         "build_vocab: error: --input_file: no file matches 'missing-*.txt'")
     assert f'File "{target / "bert_tf" / "cli" / "build_vocab.py"}"' in result.stderr
+
+
+def test_the_installed_tokenizer_loads_its_shipped_code_point_tables(installed):
+    # codepoint_tables.npz is package data: without it every tokenizer fails to start.
+    target, _ = installed
+    check = ("from bert_tf.text import codepoint_table\n"
+             "from bert_tf.text.basic_tokenizer import BasicTokenizer\n"
+             "print(codepoint_table.TABLES_FILE)\n"
+             "words = BasicTokenizer(lower_case=True).split(['Héllo, Wörld!'])\n"
+             "print([w.decode() for w in words.to_list()[0]])\n")
+    result = run_installed(installed, sys.executable, "-c", check)
+    assert result.returncode == 0, result.stderr[-3000:]
+    path, words = result.stdout.strip().splitlines()[-2:]
+    assert path == str(target / "bert_tf" / "text" / "codepoint_tables.npz")
+    assert words == str(["hello", ",", "world", "!"])

@@ -53,10 +53,16 @@ class BertTokenizer(tf.Module):
 
     def __init__(self, vocab, lower_case, special_tokens_in_strings=False, name=None):
         super().__init__(name=name)
-        self.vocab = load_vocab(vocab) if isinstance(vocab, str) else [str(t) for t in vocab]
+        vocab = load_vocab(vocab) if isinstance(vocab, str) else [str(t) for t in vocab]
+        # Plain Python data, set past tf.Module's attribute tracking: assigned normally, the token
+        # list and the token -> id dict are wrapped and tracked element by element, 0.37-0.75 s
+        # for MiniLM's 30,522 tokens against 4-9 ms (5 fresh processes each, 2-vCPU Intel
+        # Xeon with AMX). Neither is saved: SavedModels hold the vocabulary in their graphs,
+        # `.keras` files in `get_config`.
+        object.__setattr__(self, "vocab", vocab)
+        object.__setattr__(self, "_ids", {token: index for index, token in enumerate(vocab)})
         self.lower_case = bool(lower_case)
         self.special_tokens_in_strings = bool(special_tokens_in_strings)
-        self._ids = {token: index for index, token in enumerate(self.vocab)}
         self.unknown_id = self.token_id(UNKNOWN_TOKEN)
         self._special_ids = {token: self._ids[token] for token in SPECIAL_TOKENS
                              if token in self._ids}

@@ -11,9 +11,14 @@ code points so that the graph only needs two gathers per character.
 The reference for the ids is Hugging Face `tokenizers` (`BertWordPieceTokenizer`, the same
 algorithm as Google's `FullTokenizer`). Its Rust tables are not Python's: categories and NFD come
 from an older Unicode release, lower-casing from a newer one, and unassigned code points are kept
-rather than dropped. The tables below start from Python's `unicodedata` and list every code point
-where the reference decides differently (tests/text/test_codepoint_table.py checks all 1,114,112
-code points against it), so the ids do not depend on which Unicode version Python ships.
+rather than dropped. The tables are built from Python's `unicodedata` of Unicode 14.0.0 (Python
+3.11), with every code point listed below where the reference decides differently
+(tests/text/test_basic_tokenizer.py checks all 1,114,112 code points against it).
+
+The built tables ship with the package (`codepoint_tables.npz`, both cases) and are only loaded
+at run time, so the ids do not depend on which Unicode version Python ships. `write_tables`
+writes that file (tests/text/test_codepoint_table.py checks that the shipped file is what it
+writes).
 
 Example:
     >>> table = CodepointTable(lower_case=True)     # "É" -> "e", "\\u200b" -> nothing, ...
@@ -22,6 +27,7 @@ Example:
 """
 
 import functools
+import os
 import unicodedata
 
 import numpy as np
@@ -89,6 +95,12 @@ _EXTRA_LOWER_CASE = ((0x1C89, 0x1C89, 0x1C8A), (0xA7CB, 0xA7CB, 0x0264), (0xA7CC
 # tables hold a few hundred kilobytes instead of one entry per code point.
 BLOCK_SIZE = 256
 _NUM_CODEPOINTS = 0x110000
+
+# The Unicode version of `unicodedata` that the exceptions above correct to the reference: on
+# another one the tables would differ (each Unicode release adds characters and categories).
+UNICODE_VERSION = "14.0.0"
+TABLES_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "codepoint_tables.npz")
+_TABLE_NAMES = ("block_index", "blocks", "expansion_values", "expansion_splits")
 
 
 def _expand(ranges):
@@ -182,10 +194,42 @@ class CodepointTable:
     def __init__(self, lower_case):
         self.lower_case = bool(lower_case)
         self.block_index, self.blocks, self.expansion_values, self.expansion_splits = (
-            _build_tables(self.lower_case))
+            _load_tables(self.lower_case))
 
 
 @functools.lru_cache(maxsize=2)
+def _load_tables(lower_case):
+    # Loaded, not built: every tool start makes a tokenizer, and building classifies all 0x110000
+    # code points with unicodedata, 1.0-2.0 s per case; loading takes 2-5 ms (5 fresh
+    # processes each, 2-vCPU Intel Xeon with AMX, Python 3.11).
+    with np.load(TABLES_FILE) as tables:
+        return tuple(tables[_array_name(lower_case, name)] for name in _TABLE_NAMES)
+
+
+def write_tables(path=TABLES_FILE):
+    """Builds the cased and uncased tables and writes them to `path` (an `.npz`), by default the
+    file that ships with the package and that `CodepointTable` loads. Run it in a checkout after
+    changing the rules above, on Python 3.11:
+    `python -c "from bert_tf.text.codepoint_table import write_tables; write_tables()"`.
+
+    Example:
+        >>> write_tables("tables.npz")
+        >>> sorted(np.load("tables.npz").files)[:2]
+        ['cased_block_index', 'cased_blocks']
+    """
+    if unicodedata.unidata_version != UNICODE_VERSION:
+        raise RuntimeError(f"The code point tables are built from Unicode {UNICODE_VERSION} "
+                           f"(Python 3.11); this Python's unicodedata is Unicode "
+                           f"{unicodedata.unidata_version}.")
+    np.savez_compressed(path, **{
+        _array_name(lower_case, name): array for lower_case in (False, True)
+        for name, array in zip(_TABLE_NAMES, _build_tables(lower_case))})
+
+
+def _array_name(lower_case, name):
+    return ("uncased_" if lower_case else "cased_") + name
+
+
 def _build_tables(lower_case):
     codes = np.full(_NUM_CODEPOINTS, WORD, np.int32)
     expansion_values, expansion_splits = [], [0, 0]  # row 0 is "unchanged"
