@@ -67,7 +67,9 @@ flags.DEFINE_string("output_dir", "/tmp/bert_tf_time_to_accuracy", "Each system'
                     "directory and log (emptied first).")
 flags.DEFINE_float("target_ratio", 2 / 3, "Goal: bert_tf's wall time at most this share of "
                    "transformers'...")
-flags.DEFINE_float("accuracy_tolerance", 0.5, "...at an accuracy within this many points.")
+flags.DEFINE_float("accuracy_tolerance", 0.5, "...at an accuracy at most this many points "
+                   "below transformers' (a higher one is no miss: the goal is not to buy time "
+                   "with accuracy).")
 
 SETTINGS = {"bert_tf": "bfloat16, length buckets, padded to the longest (multiple of 4; dev set 16)",
             "transformers": "Trainer bf16 autocast, DataCollatorWithPadding, group_by_length",
@@ -208,10 +210,10 @@ def goal(results):
     if "accuracy" not in ours or "accuracy" not in reference:
         return "goal: not judged (bert_tf and transformers both need a result)"
     ratio = ours["wall"] / reference["wall"]
-    points = round(100 * abs(ours["accuracy"] - reference["accuracy"]), 6)  # 0.5 is within
-    met = ratio <= FLAGS.target_ratio and points <= FLAGS.accuracy_tolerance
-    return (f"goal: bert_tf wall <= {FLAGS.target_ratio:.2f}x transformers' at accuracy within "
-            f"{FLAGS.accuracy_tolerance} points: {ratio:.2f}x, {points:.2f} points: "
+    points = round(100 * (ours["accuracy"] - reference["accuracy"]), 6)  # -0.5 is within
+    met = ratio <= FLAGS.target_ratio and points >= -FLAGS.accuracy_tolerance
+    return (f"goal: bert_tf wall <= {FLAGS.target_ratio:.2f}x transformers' at an accuracy at "
+            f"most {FLAGS.accuracy_tolerance} points below: {ratio:.2f}x, {points:+.2f} points: "
             f"{'met' if met else 'MISSED'}")
 
 
