@@ -49,6 +49,13 @@ def run_installed(installed, *command):
                           cwd=str(target.parent), timeout=300)
 
 
+def python_output(installed, code):
+    """What `code` prints, run by a fresh Python that imports the installed package."""
+    result = run_installed(installed, sys.executable, "-c", code)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return result.stdout
+
+
 def test_official_configs_resolve_by_name_from_the_installed_package(installed):
     target, _ = installed
     shipped = sorted(name[:-5] for name in os.listdir(os.path.join(REPO_ROOT, "official_configs")))
@@ -60,9 +67,7 @@ def test_official_configs_resolve_by_name_from_the_installed_package(installed):
         "print(json.dumps({'package': bert_tf.__file__, 'configs': official_config_dir(),\n"
         "                  'names': names,\n"
         "                  'sizes': {n: BertConfig.from_name(n).hidden_size for n in names}}))\n")
-    result = run_installed(installed, sys.executable, "-c", check)
-    assert result.returncode == 0, result.stderr[-3000:]
-    found = json.loads(result.stdout)
+    found = json.loads(python_output(installed, check))
     assert found["package"] == str(target / "bert_tf" / "__init__.py")
     assert found["configs"] == str(target / "bert_tf" / "official_configs")
     assert found["names"] == shipped and len(shipped) >= 30
@@ -103,8 +108,6 @@ def test_the_installed_tokenizer_loads_its_shipped_code_point_tables(installed):
              "print(codepoint_table.TABLES_FILE)\n"
              "words = BasicTokenizer(lower_case=True).split(['Héllo, Wörld!'])\n"
              "print([w.decode() for w in words.to_list()[0]])\n")
-    result = run_installed(installed, sys.executable, "-c", check)
-    assert result.returncode == 0, result.stderr[-3000:]
-    path, words = result.stdout.strip().splitlines()[-2:]
+    path, words = python_output(installed, check).strip().splitlines()[-2:]
     assert path == str(target / "bert_tf" / "text" / "codepoint_tables.npz")
     assert words == str(["hello", ",", "world", "!"])
