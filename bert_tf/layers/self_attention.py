@@ -8,7 +8,6 @@ import tensorflow as tf
 from bert_tf.layers.compute_weights import compute_weight
 from bert_tf.layers.dense_rows import dense_rows, matmul_plus_bias
 from bert_tf.layers.dropout import BertDropout
-from bert_tf.layers.inference_transpose import inference_transpose
 from bert_tf.layers.onednn import amx_bfloat16_matmuls, onednn_enabled
 
 
@@ -101,21 +100,21 @@ class BertSelfAttention(keras.layers.Layer):
         activations reordered to `[batch, heads, seq, head_size]`."""
         projected = matmul_plus_bias(tf.reshape(inputs, [-1, self.hidden_size]), kernel, bias,
                                      training)
-        return self._split_heads(tf.reshape(projected, tf.shape(inputs)), training)
+        return self._split_heads(tf.reshape(projected, tf.shape(inputs)))
 
-    def _split_heads(self, projected, training=False):
+    def _split_heads(self, projected):
         """`[batch, seq, hidden]` -> `[batch, heads, seq, head_size]`."""
         batch, seq = tf.shape(projected)[0], tf.shape(projected)[1]
-        return _transpose(tf.reshape(projected, [batch, seq, self.num_heads, self.head_size]),
-                          [0, 2, 1, 3], training)
+        return tf.transpose(tf.reshape(projected, [batch, seq, self.num_heads, self.head_size]),
+                            [0, 2, 1, 3])
 
     def _heads_projection(self, inputs, kernel, bias):
         """`inputs [batch, seq, hidden] @ kernel + bias` as `[batch, heads, seq, head_size]`:
         the kernel viewed as `[heads, hidden, head_size]` and multiplied with the inputs in one
         broadcasting batched matmul, which writes the head-major layout directly. `bias` may
         be None."""
-        by_head = inference_transpose(tf.reshape(kernel, [self.hidden_size, self.num_heads,
-                                                          self.head_size]), [1, 0, 2])
+        by_head = tf.transpose(tf.reshape(kernel, [self.hidden_size, self.num_heads,
+                                                   self.head_size]), [1, 0, 2])
         projected = tf.matmul(inputs[:, tf.newaxis], by_head)
         if bias is None:
             return projected
@@ -172,7 +171,7 @@ class BertSelfAttention(keras.layers.Layer):
         scores = tf.matmul(query, key, transpose_b=True) * scale + mask_bias
         probabilities = tf.nn.softmax(tf.cast(scores, self._softmax_dtype(training)), axis=-1)
         probabilities = self.dropout(tf.cast(probabilities, self.compute_dtype), training=training)
-        context = _transpose(tf.matmul(probabilities, value), [0, 2, 1, 3], training)
+        context = tf.transpose(tf.matmul(probabilities, value), [0, 2, 1, 3])
         return tf.reshape(context, [tf.shape(query)[0], tf.shape(query)[2], self.hidden_size])
 
     def _softmax_dtype(self, training):
@@ -192,7 +191,3 @@ class BertSelfAttention(keras.layers.Layer):
         config.update(hidden_size=self.hidden_size, num_heads=self.num_heads,
                       dropout_rate=self.dropout_rate, initializer_range=self.initializer_range)
         return config
-
-
-def _transpose(x, perm, training):
-    return tf.transpose(x, perm) if training else inference_transpose(x, perm)

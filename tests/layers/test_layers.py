@@ -186,22 +186,6 @@ def test_scores_scale_and_mask_run_in_the_matmul(dtype, monkeypatch):
     assert ops["_MklFusedBatchMatMulV2"] == 1, ops
 
 
-@pytest.mark.skipif(not onednn_enabled(), reason="the transposes are oneDNN's otherwise")
-@pytest.mark.parametrize("dtype", ["float32", "mixed_bfloat16"])
-@pytest.mark.parametrize("training", [False, True])
-def test_inference_reorders_heads_as_integers(dtype, training, monkeypatch):
-    # oneDNN takes every float transpose and costs ~40 us more per call on short texts' heads
-    # (inference_transpose); training keeps tf.transpose, which has a gradient.
-    for module in (self_attention, dense_rows):
-        monkeypatch.setattr(module, "amx_bfloat16_matmuls", lambda dtype: False)
-    layer, x, mask = _attention_and_inputs(dtype)
-    graph = tf.function(lambda x: layer(x, mask, training=training)).get_concrete_function(
-        x).graph
-    transposed = [op.get_attr("T") for op in graph.get_operations() if op.type == "Transpose"]
-    assert len(transposed) == 4, transposed  # query, key, value to heads; context back
-    assert all(t.is_integer is not training for t in transposed), transposed
-
-
 def test_embeddings_reject_sequences_longer_than_the_position_table():
     layer = BertEmbeddings(vocab_size=10, hidden_size=8, max_position_embeddings=4)
     ids = tf.zeros([1, 5], tf.int32)
