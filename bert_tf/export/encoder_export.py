@@ -36,6 +36,7 @@ from tensorflow.python.saved_model import save_context
 
 from bert_tf.export.keras_endpoint import keras_endpoint
 from bert_tf.export.serving_layout import make_world_readable
+from bert_tf.layers.portable_graphs import portable_graphs
 from bert_tf.models.bert_encoder import INPUT_KEYS, BertEncoder
 from bert_tf.models.bert_pretrainer import BertPretrainer
 
@@ -99,7 +100,7 @@ def export_encoder(export_dir, model, vocab_file, do_lower_case):
     # part of the trace cache key), and a tf.function called inside another one is traced anew
     # for each caller. Tracing once here, in the save context, and calling the resulting graph
     # everywhere else makes the encoder traced exactly once per `training` value.
-    with save_context.save_context(SAVE_OPTIONS):
+    with save_context.save_context(SAVE_OPTIONS), portable_graphs():
         inference, _ = (call.get_concrete_function(encoder_specs, training=training)
                         for training in (False, True))
     root.__call__ = call
@@ -129,5 +130,6 @@ def export_encoder(export_dir, model, vocab_file, do_lower_case):
             lambda **inputs: _flat_outputs(mlm(inputs)), autograph=False).get_concrete_function(
                 **mlm_specs)
     root.serving_default = keras_endpoint(signatures["serving_default"])
-    tf.saved_model.save(root, export_dir, signatures=signatures, options=SAVE_OPTIONS)
+    with portable_graphs():
+        tf.saved_model.save(root, export_dir, signatures=signatures, options=SAVE_OPTIONS)
     make_world_readable(export_dir)

@@ -51,6 +51,7 @@ from bert_tf.export import example_signatures
 from bert_tf.export.keras_endpoint import keras_endpoint
 from bert_tf.export.serving_layout import make_world_readable
 from bert_tf.export.text_inputs import DEFAULT_PAD_TO_MULTIPLE_OF, RawTextPacker
+from bert_tf.layers.portable_graphs import portable_graphs
 from bert_tf.layers.real_tokens import real_tokens_only
 from bert_tf.models.bert_classifier import BertClassifier
 from bert_tf.models.bert_multiple_choice import BertMultipleChoice
@@ -243,16 +244,18 @@ def export_task_model(export_dir, task, model, vocab_file, do_lower_case, seq_le
     packer = RawTextPacker(vocab_file, do_lower_case, seq_length, pad_to_multiple_of)
     functions = _ServingFunctions(model, packer, list(label_names), text_pairs,
                                   max_answer_length, skip_padding)
-    signatures = getattr(functions, task)()
-    root = tf.__internal__.tracking.AutoTrackable()
-    root.vocab_file = tf.saved_model.Asset(vocab_file)
-    root.do_lower_case = tf.Variable(bool(do_lower_case), trainable=False, name="do_lower_case")
-    root.seq_length = tf.Variable(seq_length, trainable=False, name="seq_length")
-    # Tracked so that the SavedModel holds every variable the signatures capture (Keras does
-    # not track its dropout RNG states for TensorFlow).
-    root.model_variables = list(model.variables)
-    root.serving_default = keras_endpoint(signatures["serving_default"])
-    tf.saved_model.save(root, export_dir, signatures=signatures)
+    with portable_graphs():
+        signatures = getattr(functions, task)()
+        root = tf.__internal__.tracking.AutoTrackable()
+        root.vocab_file = tf.saved_model.Asset(vocab_file)
+        root.do_lower_case = tf.Variable(bool(do_lower_case), trainable=False,
+                                         name="do_lower_case")
+        root.seq_length = tf.Variable(seq_length, trainable=False, name="seq_length")
+        # Tracked so that the SavedModel holds every variable the signatures capture (Keras
+        # does not track its dropout RNG states for TensorFlow).
+        root.model_variables = list(model.variables)
+        root.serving_default = keras_endpoint(signatures["serving_default"])
+        tf.saved_model.save(root, export_dir, signatures=signatures)
     example_signatures.set_method_names(export_dir, {
         key: key for key in (example_signatures.CLASSIFY, example_signatures.REGRESS)
         if key in signatures})

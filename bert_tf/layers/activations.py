@@ -74,11 +74,12 @@ def fused_gelu(x):
     return _fused_gelu_forward(x), lambda upstream: _fused_gelu_backward(x, upstream)
 
 
-def training_activation(name, compute_dtype):
-    """The activation a layer applies while training: `fused_gelu` for the exact GELU in
-    bfloat16 or float32, else `get_activation(name)`. Inference keeps `get_activation(name)`,
-    which grappler fuses into the matmul, and exported SavedModels hold no XLA-compiled
-    function."""
+def unfused_activation(name, compute_dtype):
+    """The activation a layer applies as its own op after the matmul (in training, and in
+    bfloat16 inference on AMX, see `BertTransformerBlock`): `fused_gelu` for the exact GELU in
+    bfloat16 or float32, else `get_activation(name)`. Elsewhere inference keeps
+    `get_activation(name)`, which grappler fuses into the matmul; exports trace under
+    `portable_graphs()`, so their serving graphs hold no XLA-compiled function."""
     if name == "gelu" and compute_dtype in ("bfloat16", "float32"):
         return fused_gelu
     return get_activation(name)

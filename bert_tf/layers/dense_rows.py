@@ -13,9 +13,11 @@ from bert_tf.layers.compute_weights import compute_weight
 from bert_tf.layers.onednn import amx_bfloat16_matmuls
 
 
-def dense_rows(layer, rows, activation=None, training=False):
+def dense_rows(layer, rows, activation=None, training=False, fuse_activation=True):
     """`activation(layer(rows))` for 2-D `rows [positions, units_in]`, in the layer's compute
-    dtype. `activation` is one grappler fuses into the matmul (the exact GELU), or None.
+    dtype. `activation` is one grappler fuses into the matmul (the exact GELU), or None; with
+    `fuse_activation=False` (and always in training) it runs after the matmul instead, in
+    `matmul_plus_bias`'s form (pass one that runs well alone, `unfused_activation`).
 
     A 2-D MatMul followed by BiasAdd (and the exact GELU) is what TensorFlow's grappler
     remapper fuses into one oneDNN matmul with the bias and activation in its epilogue. Keras
@@ -25,8 +27,8 @@ def dense_rows(layer, rows, activation=None, training=False):
     """
     kernel = compute_weight(layer.kernel, layer.compute_dtype)
     bias = compute_weight(layer.bias, layer.compute_dtype)
-    if activation is None or training:
-        # Training's exact GELU is its own XLA loop (`training_activation`): grappler cannot
+    if activation is None or training or not fuse_activation:
+        # Training's exact GELU is its own XLA loop (`unfused_activation`): grappler cannot
         # fuse an activation whose input the gradient needs.
         output = matmul_plus_bias(rows, kernel, bias, training)
         return output if activation is None else activation(output)

@@ -17,28 +17,21 @@ Example:
     ...     outputs = encoder(inputs, training=False)   # sequence_output 0 at padding
 """
 
-import contextlib
-import threading
-
 import tensorflow as tf
 
-_scope = threading.local()
+from bert_tf.layers.trace_scope import TraceScope
+
+_SCOPE = TraceScope()
 
 
-@contextlib.contextmanager
 def real_tokens_only():
     """Encoders called (traced) inside run their dense layers on real tokens only."""
-    previous = getattr(_scope, "enabled", False)
-    _scope.enabled = True
-    try:
-        yield
-    finally:
-        _scope.enabled = previous
+    return _SCOPE.entered()
 
 
 def real_tokens_only_enabled():
     """Whether the calling thread is inside `real_tokens_only()`."""
-    return getattr(_scope, "enabled", False)
+    return _SCOPE.active()
 
 
 class RealTokens:

@@ -3,7 +3,7 @@ import pytest
 import tensorflow as tf
 
 from bert_tf.layers import dense_rows, self_attention
-from bert_tf.layers.activations import fused_gelu, get_activation, training_activation
+from bert_tf.layers.activations import fused_gelu, get_activation, unfused_activation
 from bert_tf.layers.embeddings import BertEmbeddings
 from bert_tf.layers.onednn import onednn_enabled
 from bert_tf.layers.self_attention import BertSelfAttention
@@ -232,11 +232,11 @@ def test_fused_gelu_and_its_gradient_match_tensorflow_exact_gelu(dtype, toleranc
         np.testing.assert_allclose(g, e, rtol=tolerance, atol=tolerance)
 
 
-def test_training_activation_fuses_only_the_exact_gelu():
-    assert training_activation("gelu", "bfloat16") is fused_gelu
-    assert training_activation("gelu", "float32") is fused_gelu
-    assert training_activation("gelu", "float16") is get_activation("gelu")
-    assert training_activation("gelu_new", "bfloat16") is get_activation("gelu_new")
+def test_unfused_activation_is_the_xla_loop_only_for_the_exact_gelu():
+    assert unfused_activation("gelu", "bfloat16") is fused_gelu
+    assert unfused_activation("gelu", "float32") is fused_gelu
+    assert unfused_activation("gelu", "float16") is get_activation("gelu")
+    assert unfused_activation("gelu_new", "bfloat16") is get_activation("gelu_new")
 
 
 def test_transformer_block_trains_with_the_fused_gelu_and_layer_norms_in_bfloat16():
