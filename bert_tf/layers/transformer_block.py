@@ -109,9 +109,9 @@ class BertTransformerBlock(keras.layers.Layer):
         layout and oneDNN runs it without AMX, while the AMX matmul form (`matmul_plus_bias`)
         cannot take a GELU. Measured on a 2-vCPU Xeon with AMX: `[4096, 768] @ [768, 3072]`
         with its GELU 52 -> 39 ms (the GELU's loop alone 7 ms; both forms in one process),
-        the forward at 32 x 128 fetching every output 1.33-1.42x faster (BERT-base 17.6-18.2
-        -> 23.4-25.8 seq/s, MiniLM 99-103 -> 132-143; `bench/encoder_throughput.py`,
-        alternating processes). Except in exports (`portable_graphs`: no XLA in a SavedModel)
+        BERT-base's forward at 32 x 128 fetching every output 36.4-36.8 -> 41.2-44.5 seq/s
+        (`bench/encoder_throughput.py`, alternating processes; 1.33-1.42x on a slower day,
+        MiniLM too). Except in exports (`portable_graphs`: no XLA in a SavedModel)
         and on real-token rows, whose count changes from batch to batch while XLA compiles
         its loop once per shape.
         """
