@@ -9,19 +9,16 @@ import pytest
 import tensorflow as tf
 from tensorflow.core.protobuf import saved_model_pb2
 
-import bert_tf.layers.dense_rows as dense_rows_module
-import bert_tf.layers.transformer_block as transformer_block_module
 from bert_tf import BertEncoder
 from bert_tf.export import export_encoder, export_task_model
 from bert_tf.models.bert_classifier import BertClassifier
+from tests.amx_forms import assume_amx_bfloat16, xla_compiled
 from tests.export.tiny_models import encoder_inputs, tiny_config
 
 
 @pytest.fixture
 def amx(monkeypatch):
-    answer = lambda dtype: tf.as_dtype(dtype) == tf.bfloat16  # noqa: E731
-    for module in (transformer_block_module, dense_rows_module):
-        monkeypatch.setattr(module, "amx_bfloat16_matmuls", answer)
+    assume_amx_bfloat16(monkeypatch)
 
 
 def xla_functions_served(export_dir):
@@ -41,7 +38,7 @@ def xla_functions_served(export_dir):
         reached.add(name)
         pending += [attr.func.name for node in library[name].node_def
                     for attr in node.attr.values()]
-    return sorted(name for name in reached if library[name].attr["_XlaMustCompile"].b)
+    return xla_compiled(library[name] for name in reached)
 
 
 def bfloat16_encoder():
@@ -55,7 +52,7 @@ def test_the_process_itself_runs_the_gelu_as_xla(amx):
     encoder, inputs = bfloat16_encoder()
     graph = tf.function(lambda x: encoder(x, training=False)).get_concrete_function(
         inputs).graph.as_graph_def()
-    assert any(function.attr["_XlaMustCompile"].b for function in graph.library.function)
+    assert xla_compiled(graph.library.function)
 
 
 def test_task_export_serves_no_xla_function(amx, tmp_path, vocab_file):

@@ -1,26 +1,18 @@
 """The feed-forward GELU's form in bfloat16 inference on AMX, and `portable_graphs()` keeping
 XLA out of the graphs exports trace.
 
-AMX is decided per machine, so the tests set it (`amx_bfloat16_matmuls`, as
-tests/layers/test_dense_rows.py does): they check which form a graph holds and that both forms
-compute the same, on any CPU.
+AMX is decided per machine, so the tests set it (`tests.amx_forms.assume_amx_bfloat16`): they
+check which form a graph holds and that both forms compute the same, on any CPU.
 """
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
-import bert_tf.layers.dense_rows as dense_rows_module
-import bert_tf.layers.transformer_block as transformer_block_module
 from bert_tf.layers.portable_graphs import portable_graphs
 from bert_tf.layers.real_tokens import real_tokens_only
 from bert_tf.layers.transformer_block import BertTransformerBlock
-
-
-def _set_amx(monkeypatch, amx):
-    answer = lambda dtype: amx and tf.as_dtype(dtype) == tf.bfloat16  # noqa: E731
-    for module in (transformer_block_module, dense_rows_module):
-        monkeypatch.setattr(module, "amx_bfloat16_matmuls", answer)
+from tests.amx_forms import assume_amx_bfloat16, xla_compiled
 
 
 def _block_and_inputs(dtype="mixed_bfloat16"):
@@ -35,11 +27,11 @@ def _xla_functions(block, x, mask):
     """How many functions of the traced inference graph XLA must compile."""
     graph = tf.function(lambda x, m: block(x, m, training=False)).get_concrete_function(
         x, mask).graph.as_graph_def()
-    return sum(function.attr["_XlaMustCompile"].b for function in graph.library.function)
+    return len(xla_compiled(graph.library.function))
 
 
 def test_bfloat16_inference_on_amx_runs_the_gelu_apart_except_in_portable_graphs(monkeypatch):
-    _set_amx(monkeypatch, True)
+    assume_amx_bfloat16(monkeypatch)
     block, x, mask = _block_and_inputs()
     assert _xla_functions(block, x, mask) == 1     # the GELU's loop after the AMX matmul
     with portable_graphs():
@@ -50,13 +42,13 @@ def test_bfloat16_inference_on_amx_runs_the_gelu_apart_except_in_portable_graphs
 
 @pytest.mark.parametrize("amx, dtype", [(False, "mixed_bfloat16"), (True, "float32")])
 def test_elsewhere_the_gelu_stays_in_the_matmul(monkeypatch, amx, dtype):
-    _set_amx(monkeypatch, amx)
+    assume_amx_bfloat16(monkeypatch, amx)
     block, x, mask = _block_and_inputs(dtype)
     assert _xla_functions(block, x, mask) == 0
 
 
 def test_both_forms_compute_the_same(monkeypatch):
-    _set_amx(monkeypatch, True)
+    assume_amx_bfloat16(monkeypatch)
     block, x, mask = _block_and_inputs()
     apart = block(x, mask, training=False)
     with portable_graphs():
