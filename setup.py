@@ -82,7 +82,7 @@ setup(
         "bert-tf-serve = bert_tf.cli.serve:run",
     ]},
     extras_require={
-        "test": ["pytest", "tokenizers"],
+        "test": ["pytest", "pytest-xdist", "tokenizers"],
         "hub": ["tensorflow-hub", "tf-keras>=2.20,<2.22"],
         "serving": ["tensorflow-serving-api>=2.20,<2.22", "grpcio"],
         "bench": ["matplotlib"],
