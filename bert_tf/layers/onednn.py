@@ -1,5 +1,5 @@
 """What TensorFlow's oneDNN kernels do on this machine: whether they run, and whether the CPU
-has AMX, which decides which matmul forms are fastest in bfloat16.
+has AMX, which with the number of rows decides which matmul forms are fastest in bfloat16.
 
 oneDNN is on by default for x86 builds of TensorFlow (`TF_ENABLE_ONEDNN_OPTS=0` turns it off).
 Layers ask when they are traced, for forms whose accuracy or speed depends on oneDNN's kernels.
@@ -52,3 +52,21 @@ def amx_bfloat16_matmuls(dtype):
     (Intel Xeon from Sapphire Rapids on) and no `ONEDNN_MAX_CPU_ISA` below AMX."""
     return (tf.as_dtype(dtype) == tf.bfloat16 and onednn_enabled() and _cpu_has_amx()
             and onednn_isa_allows_amx())
+
+
+# Rows up to which bfloat16 inference takes the AMX forms (`dense_rows.matmul_plus_bias`'s
+# batched matmul, the feed-forward's GELU apart) on a CPU without AMX too. There oneDNN's
+# inner product, the other form, loses at few rows: a chain of MiniLM feed-forward pairs at
+# 128 rows took 4.06 ms per pair as the inner product with the GELU in its epilogue, 2.61 ms as
+# the batched matmul (PyTorch: 2.19), and MiniLM's whole batch-1 x 128 pass ran 41-53 % faster
+# in the AMX forms; at 4,096 rows (batch 32) BERT-base ran 2-9 % slower in them, and between,
+# one noisy run had no clear crossover (2-vCPU Xeon with oneDNN capped at AVX512_CORE_BF16, the
+# stand-in for an AMD EPYC; docs/PERFORMANCE.md).
+FEW_ROWS = 128
+
+
+def few_bfloat16_rows(dtype, rows):
+    """Whether bfloat16 inference on `rows` rows (as known when traced; None: unknown) takes the
+    AMX forms whatever the CPU: bfloat16, oneDNN, and at most `FEW_ROWS` rows."""
+    return (tf.as_dtype(dtype) == tf.bfloat16 and onednn_enabled() and rows is not None
+            and rows <= FEW_ROWS)

@@ -8,7 +8,7 @@ from bert_tf.layers.dense_rows import dense_rows
 from bert_tf.layers.dropout import BertDropout
 from bert_tf.layers.fused_layer_norm import residual_layer_norm
 from bert_tf.layers.inference_layer_norm import inference_layer_norm
-from bert_tf.layers.onednn import amx_bfloat16_matmuls
+from bert_tf.layers.onednn import amx_bfloat16_matmuls, few_bfloat16_rows
 from bert_tf.layers.portable_graphs import portable_graphs_enabled
 from bert_tf.layers.real_tokens import RealTokens, real_tokens_only_enabled
 from bert_tf.layers.self_attention import BertSelfAttention
@@ -83,7 +83,9 @@ class BertTransformerBlock(keras.layers.Layer):
         `bert_tf.layers.real_tokens`)."""
         real_tokens = (RealTokens(input_mask) if not training and real_tokens_only_enabled()
                        else None)
-        activation_in_matmul = self._activation_in_matmul(training, real_tokens)
+        batch, seq = hidden_states.shape[0], hidden_states.shape[1]
+        rows = batch * seq if batch is not None and seq is not None else None
+        activation_in_matmul = self._activation_in_matmul(training, real_tokens, rows)
         attended = self.attention(hidden_states, input_mask, training=training,
                                   with_first_token=with_first_token, real_tokens=real_tokens)
         attended, first_attended = attended if with_first_token else (attended, None)
@@ -99,7 +101,7 @@ class BertTransformerBlock(keras.layers.Layer):
         return output, self._finish(first_attended, hidden_states[:, 0], training,
                                     activation_in_matmul)
 
-    def _activation_in_matmul(self, training, real_tokens):
+    def _activation_in_matmul(self, training, real_tokens, rows):
         """Whether the feed-forward's activation runs in its matmul's epilogue (grappler fuses
         MatMul + BiasAdd + GELU into oneDNN's inner product), rather than as its own op after
         the matmul (`unfused_activation`; for the exact GELU one XLA loop).
@@ -111,14 +113,16 @@ class BertTransformerBlock(keras.layers.Layer):
         with its GELU 52 -> 39 ms (the GELU's loop alone 7 ms; both forms in one process),
         BERT-base's forward at 32 x 128 fetching every output 36.4-36.8 -> 41.2-44.5 seq/s
         (`bench/encoder_throughput.py`, alternating processes; 1.33-1.42x on a slower day,
-        MiniLM too). Except in exports (`portable_graphs`: no XLA in a SavedModel)
-        and on real-token rows, whose count changes from batch to batch while XLA compiles
-        its loop once per shape.
+        MiniLM too). Nor on any CPU at few `rows` known when traced (`few_bfloat16_rows`,
+        batch 1: the AMX matmul form is faster there without AMX as well). Except in exports
+        (`portable_graphs`: no XLA in a SavedModel) and on real-token rows, whose count changes
+        from batch to batch while XLA compiles its loop once per shape.
         """
         if training:
             return False
-        return not (amx_bfloat16_matmuls(self.compute_dtype) and real_tokens is None
-                    and not portable_graphs_enabled())
+        amx_forms = (amx_bfloat16_matmuls(self.compute_dtype)
+                     or few_bfloat16_rows(self.compute_dtype, rows))
+        return not (amx_forms and real_tokens is None and not portable_graphs_enabled())
 
     def _finish(self, attended, hidden_states, training, activation_in_matmul):
         """Output projection, residual, LayerNorm and feed-forward on the attention output of

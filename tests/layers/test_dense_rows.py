@@ -18,9 +18,10 @@ def _dense(units_in, units, dtype):
 
 @pytest.fixture(params=[False, True], ids=["matmul_biasadd", "amx_form"])
 def amx_form(request, monkeypatch):
-    """Both forms of `matmul_plus_bias`, whatever this CPU is."""
+    """Both forms of `matmul_plus_bias`, whatever this CPU is and however many rows."""
     monkeypatch.setattr(dense_rows_module, "amx_bfloat16_matmuls",
                         lambda dtype: request.param and tf.as_dtype(dtype) == tf.bfloat16)
+    monkeypatch.setattr(dense_rows_module, "few_bfloat16_rows", lambda dtype, rows: False)
     return request.param
 
 
@@ -86,6 +87,29 @@ def test_the_amx_form_is_one_fused_onednn_matmul(amx_form):
         assert not {"BatchMatMulV2", "_MklBatchMatMulV2"} & set(ops), ops
     else:
         assert ops["_FusedMatMul"] == 1 and ops["MatMul"] == 2, ops
+
+
+@pytest.mark.skipif(not onednn_enabled(), reason="the forms are oneDNN's")
+@pytest.mark.parametrize("rows, training, batched", [
+    (128, False, True), (129, False, False), (None, False, False), (32, True, False)])
+def test_without_amx_inference_on_few_rows_takes_the_batched_form(monkeypatch, rows, training,
+                                                                  batched):
+    """Batch 1's rows: the batched form is the faster there on any CPU (`few_bfloat16_rows`);
+    more rows, rows unknown when traced, and training keep the inner product without AMX."""
+    monkeypatch.setattr(dense_rows_module, "amx_bfloat16_matmuls", lambda dtype: False)
+    layer = _dense(64, 96, "mixed_bfloat16")
+
+    def apply(x):
+        if rows is None:  # the row count unknown when traced
+            x = tf.raw_ops.PlaceholderWithDefault(input=x, shape=[None, 64])
+        return dense_rows(layer, x, training=training)
+
+    x = tf.cast(tf.random.normal([rows or 16, 64]), tf.bfloat16)
+    ops = optimized_op_types(apply, x)
+    assert (ops["_MklFusedBatchMatMulV2"] == 1) is batched, ops
+    assert (ops["_FusedMatMul"] == 1) is not batched, ops
+    np.testing.assert_allclose(np.asarray(apply(x), np.float32),
+                               np.asarray(layer(x), np.float32), rtol=1e-2, atol=1e-2)
 
 
 def test_bfloat16_training_sums_the_bias_gradient_in_float32(amx_form):

@@ -31,6 +31,17 @@ def test_a_cap_below_amx_turns_the_amx_forms_off(monkeypatch):
     assert not onednn.amx_bfloat16_matmuls(tf.float32)
 
 
+def test_few_bfloat16_rows_are_at_most_128_known_ones(monkeypatch):
+    monkeypatch.setattr(onednn, "onednn_enabled", lambda: True)
+    assert onednn.few_bfloat16_rows(tf.bfloat16, 128)
+    assert onednn.few_bfloat16_rows("bfloat16", 1)
+    assert not onednn.few_bfloat16_rows(tf.bfloat16, 129)
+    assert not onednn.few_bfloat16_rows(tf.bfloat16, None)
+    assert not onednn.few_bfloat16_rows(tf.float32, 128)
+    monkeypatch.setattr(onednn, "onednn_enabled", lambda: False)
+    assert not onednn.few_bfloat16_rows(tf.bfloat16, 128)
+
+
 _BFLOAT16_MATMUL = """
 import tensorflow as tf
 a = tf.cast(tf.ones([64, 256]), tf.bfloat16)

@@ -9,16 +9,17 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from bert_tf.layers.onednn import onednn_enabled
 from bert_tf.layers.portable_graphs import portable_graphs
 from bert_tf.layers.real_tokens import real_tokens_only
 from bert_tf.layers.transformer_block import BertTransformerBlock
 from tests.amx_forms import assume_amx_bfloat16, xla_compiled
 
 
-def _block_and_inputs(dtype="mixed_bfloat16"):
+def _block_and_inputs(dtype="mixed_bfloat16", seq=6):
     block = BertTransformerBlock(hidden_size=16, num_heads=2, intermediate_size=64, dtype=dtype)
-    x = tf.random.stateless_normal([2, 6, 16], seed=[3, 4])
-    mask = tf.constant([[1] * 6, [1] * 4 + [0] * 2], tf.int32)
+    x = tf.random.stateless_normal([2, seq, 16], seed=[3, 4])
+    mask = tf.constant([[1] * seq, [1] * 4 + [0] * (seq - 4)], tf.int32)
     block(x, mask)  # builds the weights
     return block, x, mask
 
@@ -43,8 +44,17 @@ def test_bfloat16_inference_on_amx_runs_the_gelu_apart_except_in_portable_graphs
 @pytest.mark.parametrize("amx, dtype", [(False, "mixed_bfloat16"), (True, "float32")])
 def test_elsewhere_the_gelu_stays_in_the_matmul(monkeypatch, amx, dtype):
     assume_amx_bfloat16(monkeypatch, amx)
-    block, x, mask = _block_and_inputs(dtype)
+    block, x, mask = _block_and_inputs(dtype, seq=65)  # 130 rows: more than `FEW_ROWS`
     assert _xla_functions(block, x, mask) == 0
+
+
+def test_without_amx_few_rows_run_the_gelu_apart_too(monkeypatch):
+    """Batch 1 x 128 is 128 rows: at most `FEW_ROWS` the AMX forms are the faster on any CPU."""
+    assume_amx_bfloat16(monkeypatch, available=False)
+    block, x, mask = _block_and_inputs(seq=64)  # 128 rows
+    assert _xla_functions(block, x, mask) == (1 if onednn_enabled() else 0)
+    with portable_graphs():
+        assert _xla_functions(block, x, mask) == 0
 
 
 def test_both_forms_compute_the_same(monkeypatch):
