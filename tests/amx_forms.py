@@ -10,15 +10,14 @@ Example:
 
 import tensorflow as tf
 
-import bert_tf.layers.dense_rows as dense_rows_module
-import bert_tf.layers.transformer_block as transformer_block_module
+from bert_tf.layers import onednn
 
 
 def assume_amx_bfloat16(monkeypatch, available=True):
-    """The layers choose their bfloat16 forms as on a CPU with AMX (`available`) or without."""
-    answer = lambda dtype: available and tf.as_dtype(dtype) == tf.bfloat16  # noqa: E731
-    for module in (transformer_block_module, dense_rows_module):
-        monkeypatch.setattr(module, "amx_bfloat16_matmuls", answer)
+    """The layers choose their bfloat16 matmul forms (`onednn.amx_matmul_forms`) as on a CPU
+    with AMX (`available`) or without; the few-rows rule still applies without."""
+    monkeypatch.setattr(onednn, "amx_bfloat16_matmuls",
+                        lambda dtype: available and tf.as_dtype(dtype) == tf.bfloat16)
 
 
 def xla_compiled(functions):

@@ -10,7 +10,7 @@ Example:
 import tensorflow as tf
 
 from bert_tf.layers.compute_weights import compute_weight
-from bert_tf.layers.onednn import amx_bfloat16_matmuls, few_bfloat16_rows
+from bert_tf.layers.onednn import amx_matmul_forms
 
 
 def dense_rows(layer, rows, activation=None, training=False, fuse_activation=True):
@@ -62,9 +62,8 @@ def matmul_plus_bias(rows, kernel, bias=None, training=False):
     """
     if bias is None:
         return tf.matmul(rows, kernel)
-    batched = amx_bfloat16_matmuls(rows.dtype) or (
-        not training and few_bfloat16_rows(rows.dtype, rows.shape[0]))
-    forward = _amx_matmul_plus_bias if batched else _matmul_bias_add
+    forward = (_amx_matmul_plus_bias if amx_matmul_forms(rows.dtype, rows.shape[0], training)
+               else _matmul_bias_add)
     if training and rows.dtype == tf.bfloat16:
         return _with_dense_gradient(forward)(rows, kernel, bias)
     return forward(rows, kernel, bias)

@@ -9,6 +9,8 @@ Example:
     True
     >>> amx_bfloat16_matmuls(tf.bfloat16)  # and a Xeon with AMX
     True
+
+`amx_matmul_forms` is the rule the layers follow; the other functions are its parts.
 """
 
 import functools
@@ -70,3 +72,15 @@ def few_bfloat16_rows(dtype, rows):
     AMX forms whatever the CPU: bfloat16, oneDNN, and at most `FEW_ROWS` rows."""
     return (tf.as_dtype(dtype) == tf.bfloat16 and onednn_enabled() and rows is not None
             and rows <= FEW_ROWS)
+
+
+def amx_matmul_forms(dtype, rows, training):
+    """Whether a layer's matmuls on `rows` rows (as known when traced; None: unknown) in `dtype`
+    take the AMX forms: on a CPU with AMX (`amx_bfloat16_matmuls`), or in inference on few rows
+    (`few_bfloat16_rows`).
+
+    Example:
+        >>> amx_matmul_forms(tf.bfloat16, 128, training=False)  # batch 1 x 128, any oneDNN CPU
+        True
+    """
+    return amx_bfloat16_matmuls(dtype) or (not training and few_bfloat16_rows(dtype, rows))

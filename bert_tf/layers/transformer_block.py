@@ -8,7 +8,7 @@ from bert_tf.layers.dense_rows import dense_rows
 from bert_tf.layers.dropout import BertDropout
 from bert_tf.layers.fused_layer_norm import residual_layer_norm
 from bert_tf.layers.inference_layer_norm import inference_layer_norm
-from bert_tf.layers.onednn import amx_bfloat16_matmuls, few_bfloat16_rows
+from bert_tf.layers.onednn import amx_matmul_forms
 from bert_tf.layers.portable_graphs import portable_graphs_enabled
 from bert_tf.layers.real_tokens import RealTokens, real_tokens_only_enabled
 from bert_tf.layers.self_attention import BertSelfAttention
@@ -120,9 +120,8 @@ class BertTransformerBlock(keras.layers.Layer):
         """
         if training:
             return False
-        amx_forms = (amx_bfloat16_matmuls(self.compute_dtype)
-                     or few_bfloat16_rows(self.compute_dtype, rows))
-        return not (amx_forms and real_tokens is None and not portable_graphs_enabled())
+        return not (amx_matmul_forms(self.compute_dtype, rows, training)
+                    and real_tokens is None and not portable_graphs_enabled())
 
     def _finish(self, attended, hidden_states, training, activation_in_matmul):
         """Output projection, residual, LayerNorm and feed-forward on the attention output of

@@ -4,6 +4,7 @@ import pytest
 import tensorflow as tf
 
 from bert_tf.layers import dense_rows as dense_rows_module
+from bert_tf.layers import onednn
 from bert_tf.layers.dense_rows import dense_rows, matmul_plus_bias
 from bert_tf.layers.onednn import onednn_enabled
 from tests.optimized_graph import optimized_op_types
@@ -19,9 +20,9 @@ def _dense(units_in, units, dtype):
 @pytest.fixture(params=[False, True], ids=["matmul_biasadd", "amx_form"])
 def amx_form(request, monkeypatch):
     """Both forms of `matmul_plus_bias`, whatever this CPU is and however many rows."""
-    monkeypatch.setattr(dense_rows_module, "amx_bfloat16_matmuls",
-                        lambda dtype: request.param and tf.as_dtype(dtype) == tf.bfloat16)
-    monkeypatch.setattr(dense_rows_module, "few_bfloat16_rows", lambda dtype, rows: False)
+    monkeypatch.setattr(
+        dense_rows_module, "amx_matmul_forms",
+        lambda dtype, rows, training: request.param and tf.as_dtype(dtype) == tf.bfloat16)
     return request.param
 
 
@@ -96,7 +97,7 @@ def test_without_amx_inference_on_few_rows_takes_the_batched_form(monkeypatch, r
                                                                   batched):
     """Batch 1's rows: the batched form is the faster there on any CPU (`few_bfloat16_rows`);
     more rows, rows unknown when traced, and training keep the inner product without AMX."""
-    monkeypatch.setattr(dense_rows_module, "amx_bfloat16_matmuls", lambda dtype: False)
+    monkeypatch.setattr(onednn, "amx_bfloat16_matmuls", lambda dtype: False)
     layer = _dense(64, 96, "mixed_bfloat16")
 
     def apply(x):

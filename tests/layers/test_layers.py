@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_tf.layers import dense_rows, self_attention
+from bert_tf.layers import onednn, self_attention
 from bert_tf.layers.activations import fused_gelu, get_activation, unfused_activation
 from bert_tf.layers.embeddings import BertEmbeddings
 from bert_tf.layers.onednn import onednn_enabled
@@ -178,7 +178,7 @@ def test_bfloat16_inference_softmax_equals_float32_softmax_rounded(monkeypatch):
 @pytest.mark.parametrize("dtype", ["float32", "mixed_bfloat16"])
 def test_scores_scale_and_mask_run_in_the_matmul(dtype, monkeypatch):
     # Without the AMX matmul form, whose projections are fused batched matmuls too.
-    for module in (self_attention, dense_rows):
+    for module in (self_attention, onednn):
         monkeypatch.setattr(module, "amx_bfloat16_matmuls", lambda dtype: False)
     layer, x, mask = _attention_and_inputs(dtype)
     ops = optimized_op_types(lambda x: layer(x, mask), x)

@@ -42,6 +42,18 @@ def test_few_bfloat16_rows_are_at_most_128_known_ones(monkeypatch):
     assert not onednn.few_bfloat16_rows(tf.bfloat16, 128)
 
 
+@pytest.mark.parametrize("amx, rows, training, forms", [
+    (True, 4096, False, True), (True, None, True, True), (False, 128, False, True),
+    (False, 128, True, False), (False, 129, False, False), (False, None, False, False)])
+def test_amx_matmul_forms_on_amx_or_in_inference_on_few_rows(monkeypatch, amx, rows, training,
+                                                             forms):
+    monkeypatch.setattr(onednn, "onednn_enabled", lambda: True)
+    monkeypatch.setattr(onednn, "amx_bfloat16_matmuls",
+                        lambda dtype: amx and tf.as_dtype(dtype) == tf.bfloat16)
+    assert onednn.amx_matmul_forms(tf.bfloat16, rows, training) is forms
+    assert not onednn.amx_matmul_forms(tf.float32, rows, training)
+
+
 _BFLOAT16_MATMUL = """
 import tensorflow as tf
 a = tf.cast(tf.ones([64, 256]), tf.bfloat16)
