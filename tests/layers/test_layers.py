@@ -1,3 +1,4 @@
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -42,6 +43,31 @@ def test_transformer_block_first_token_output_is_the_first_row(training):
     np.testing.assert_allclose(first, output[:, 0], atol=1e-6)
     np.testing.assert_allclose(output, block(x, mask, training=training), atol=1e-6)
 
+
+@pytest.mark.parametrize("training", [False, True])
+@pytest.mark.parametrize("dtype", ["mixed_bfloat16", "bfloat16"])
+def test_transformer_block_keeps_the_residual_stream_in_float32(dtype, training):
+    # With both branches' output projections zero, the block is LayerNorm(LayerNorm(x)): under
+    # mixed precision it must equal the float32 block's, not that of x rounded to bfloat16
+    # (which Keras' input autocast did: ~1e-2 off after the two LayerNorms).
+    def block_with_zero_branches(dtype):
+        block = BertTransformerBlock(hidden_size=8, num_heads=2, intermediate_size=16,
+                                     dtype=dtype)
+        block.build((None, None, 8))
+        for dense in (block.attention_output, block.output_dense):
+            for weight in (dense.kernel, dense.bias):
+                weight.assign(tf.zeros_like(weight))
+        return block
+
+    x = tf.random.normal([2, 5, 8], seed=7) + 3.0  # off bfloat16's grid
+    mask = tf.ones([2, 5], tf.int32)
+    block = block_with_zero_branches(dtype)
+    output = block(x, mask, training=training)
+    assert output.dtype == tf.float32
+    assert block.compute_output_spec(keras.KerasTensor((2, 5, 8)),
+                                     keras.KerasTensor((2, 5), "int32")).dtype == "float32"
+    np.testing.assert_allclose(output, block_with_zero_branches("float32")(x, mask),
+                               atol=1e-5)
 
 def _ancestor_output_shapes(graph, tensors):
     """Static shapes of every op output that `tensors` depend on in `graph` (data and control
