@@ -30,10 +30,11 @@ class BertEmbeddings(keras.layers.Layer):
         self.initializer_range = initializer_range
         self.layer_norm_eps = layer_norm_eps
         self.dropout_rate = dropout_rate
-        # LayerNorm stays float32 under mixed precision (see BertTransformerBlock).
+        # LayerNorm and the output stay float32 under mixed precision: the output starts the
+        # residual stream (see BertTransformerBlock.input_dtype).
         self.layer_norm = keras.layers.LayerNormalization(
             epsilon=layer_norm_eps, dtype="float32", name="layer_norm")
-        self.dropout = BertDropout(dropout_rate, dtype=self.dtype_policy, name="dropout")
+        self.dropout = BertDropout(dropout_rate, dtype="float32", name="dropout")
 
     def build(self, input_shape=None):
         initializer = keras.initializers.TruncatedNormal(stddev=self.initializer_range)
@@ -75,7 +76,7 @@ class BertEmbeddings(keras.layers.Layer):
                       + positions[tf.newaxis])
         embeddings = (self.layer_norm(embeddings) if training
                       else inference_layer_norm(embeddings, self.layer_norm))
-        return self.dropout(tf.cast(embeddings, self.compute_dtype), training=training)
+        return self.dropout(embeddings, training=training)
 
     def get_config(self):
         config = super().get_config()

@@ -45,6 +45,21 @@ def test_transformer_block_first_token_output_is_the_first_row(training):
 
 
 @pytest.mark.parametrize("training", [False, True])
+def test_embeddings_start_the_residual_stream_in_float32(training):
+    # Under mixed precision the output is the float32 LayerNorm's (dropout 0), not rounded to
+    # bfloat16: it is the first block's residual.
+    layers = [BertEmbeddings(vocab_size=10, hidden_size=8, max_position_embeddings=6,
+                             dtype=dtype) for dtype in ("float32", "mixed_bfloat16")]
+    for layer in layers:
+        layer.build()
+    layers[1].set_weights(layers[0].get_weights())
+    ids = tf.constant([[1, 2, 3, 4]])
+    expected, output = [layer(ids, tf.zeros_like(ids), training=training) for layer in layers]
+    assert output.dtype == tf.float32
+    np.testing.assert_allclose(output, expected, atol=1e-5)
+
+
+@pytest.mark.parametrize("training", [False, True])
 @pytest.mark.parametrize("dtype", ["mixed_bfloat16", "bfloat16"])
 def test_transformer_block_keeps_the_residual_stream_in_float32(dtype, training):
     # With both branches' output projections zero, the block is LayerNorm(LayerNorm(x)): under
