@@ -84,6 +84,7 @@ def test_transformer_block_keeps_the_residual_stream_in_float32(dtype, training)
     np.testing.assert_allclose(output, block_with_zero_branches("float32")(x, mask),
                                atol=1e-5)
 
+
 def _ancestor_output_shapes(graph, tensors):
     """Static shapes of every op output that `tensors` depend on in `graph` (data and control
     inputs)."""
