@@ -64,9 +64,11 @@ class BertTransformerBlock(keras.layers.Layer):
         """float32 whatever the policy: the hidden states are the residual stream. Keras casts a
         layer's floating inputs to this (by default the compute dtype), and under mixed
         precision that rounded the stream to bfloat16 at every layer and cast it back for the
-        residual sum, forward and backward: two passes over the activations per layer, ~4 % of
-        MiniLM's bfloat16 forward at 32 x 128 (the cast back alone 8.4 of 239 ms of op time,
-        2-vCPU Xeon with AMX). The sub-layers still get their inputs in the compute dtype."""
+        residual sum, forward and backward: two passes over the activations per layer (the cast
+        back alone 8.4 of 239 ms of op time in MiniLM's bfloat16 forward at 32 x 128; without
+        it the pass ran 1-4 % faster, 2-vCPU Xeon with AMX, docs/PERFORMANCE.md), and the error
+        against float32 was up to 3x larger. The sub-layers still get their inputs in the
+        compute dtype."""
         return "float32"
 
     def build(self, input_shape):
