@@ -61,6 +61,34 @@ def test_activation_is_applied_and_bias_may_be_left_out(amx_form):
     np.testing.assert_array_equal(matmul_plus_bias(rows, kernel), tf.matmul(rows, kernel))
 
 
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_scale_multiplies_the_output_and_its_gradients(amx_form, dtype):
+    # `(rows @ kernel + bias) * scale`: in the AMX form the scale is the epilogue's multiply
+    # (what the attention's query uses); the gradients follow it in training.
+    rows = tf.cast(tf.random.normal([6, 16], seed=4), dtype)
+    kernel = tf.cast(tf.random.normal([16, 8], seed=5), dtype)
+    bias = tf.cast(tf.random.normal([8], seed=6), dtype)
+    upstream = tf.cast(tf.random.normal([6, 8], seed=7), dtype)
+
+    def outputs_and_gradients(apply):
+        with tf.GradientTape() as tape:
+            tape.watch([rows, kernel, bias])
+            outputs = apply(rows, kernel, bias)
+            objective = tf.reduce_sum(tf.cast(outputs * upstream, tf.float32))
+        return [tf.cast(t, tf.float32) for t in
+                [outputs, *tape.gradient(objective, [rows, kernel, bias])]]
+
+    expected = outputs_and_gradients(lambda r, k, b: (tf.matmul(r, k) + b) * 0.25)
+    for training in (False, True):
+        ours = outputs_and_gradients(tf.function(
+            lambda r, k, b: matmul_plus_bias(r, k, b, training, scale=0.25)))
+        for a, b in zip(ours, expected, strict=True):
+            tolerance = 1e-5 if dtype == "float32" else 1e-2
+            np.testing.assert_allclose(a, b, rtol=tolerance, atol=tolerance * np.abs(b).max())
+    np.testing.assert_allclose(tf.cast(matmul_plus_bias(rows, kernel, scale=0.25), tf.float32),
+                               tf.cast(tf.matmul(rows, kernel) * 0.25, tf.float32), rtol=1e-5)
+
 _doubled_by_xla = tf.function(lambda x: x * 2, jit_compile=True)
 
 

@@ -228,6 +228,49 @@ def test_scores_scale_and_mask_run_in_the_matmul(dtype, monkeypatch):
     assert ops["_MklFusedBatchMatMulV2"] == 1, ops
 
 
+def _assume_amx(monkeypatch):
+    for module in (self_attention, onednn):
+        monkeypatch.setattr(module, "amx_bfloat16_matmuls",
+                            lambda dtype: tf.as_dtype(dtype) == tf.bfloat16)
+
+
+@pytest.mark.parametrize("padding", [True, False])
+def test_on_amx_the_scaled_query_attends_as_the_scaled_scores(padding, monkeypatch):
+    # bfloat16 inference on AMX: the query's projection carries `1 / sqrt(head_size)`, and the
+    # scores' matmul adds the mask only to a batch with padding (a tf.cond on the mask).
+    _assume_amx(monkeypatch)
+    layer, x, mask = _attention_and_inputs("mixed_bfloat16")
+    mask = mask if padding else tf.ones_like(mask)
+
+    def attend():
+        attended, first = tf.function(lambda x: layer(x, mask, with_first_token=True))(x)
+        return tf.cast(attended, tf.float32).numpy(), tf.cast(first, tf.float32).numpy()
+
+    attended, first = attend()
+    monkeypatch.setattr(BertSelfAttention, "_query_carries_the_scale", lambda *args: False)
+    scaled_scores = attend()
+    # head_size 16: the scale, 1/4, is exact in bfloat16, so the two forms round alike.
+    np.testing.assert_allclose(attended, scaled_scores[0], atol=1e-3 * np.abs(attended).max())
+    np.testing.assert_allclose(first, scaled_scores[1], atol=1e-3 * np.abs(attended).max())
+    np.testing.assert_allclose(first, attended[:, 0], atol=2e-2 * np.abs(attended).max())
+    # Against float32 (these weights' large scores: up to 2.7 % of the largest output off).
+    expected = _textbook_attention(layer, x, mask).numpy()
+    np.testing.assert_allclose(attended, expected, atol=4e-2 * np.abs(expected).max())
+
+
+@pytest.mark.skipif(not onednn_enabled(), reason="the fusion is oneDNN's")
+def test_on_amx_the_scores_of_a_batch_without_padding_are_a_bare_matmul(monkeypatch):
+    # oneDNN's AMX batched matmul with the scale and mask as post-ops runs at half the bare
+    # one's rate, so the scale moved into the query's projection and the mask behind a cond.
+    _assume_amx(monkeypatch)
+    layer, x, mask = _attention_and_inputs("mixed_bfloat16")
+    ops = optimized_op_types(lambda x: layer(x, mask), x)
+    # Fused: the query's and value's projections and the scores of a padded batch; bare: the
+    # scores of a batch without padding and the context's matmul.
+    assert ops["_MklFusedBatchMatMulV2"] == 3, ops
+    assert ops["BatchMatMulV2"] + ops["_MklBatchMatMulV2"] == 2, ops
+
+
 def test_embeddings_reject_sequences_longer_than_the_position_table():
     layer = BertEmbeddings(vocab_size=10, hidden_size=8, max_position_embeddings=4)
     ids = tf.zeros([1, 5], tf.int32)
