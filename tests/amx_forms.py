@@ -10,14 +10,16 @@ Example:
 
 import tensorflow as tf
 
-from bert_tf.layers import onednn
+from bert_tf.layers import onednn, self_attention
 
 
 def assume_amx_bfloat16(monkeypatch, available=True):
-    """The layers choose their bfloat16 matmul forms (`onednn.amx_matmul_forms`) as on a CPU
-    with AMX (`available`) or without; the few-rows rule still applies without."""
-    monkeypatch.setattr(onednn, "amx_bfloat16_matmuls",
-                        lambda dtype: available and tf.as_dtype(dtype) == tf.bfloat16)
+    """The layers choose their bfloat16 matmul forms (`onednn.amx_matmul_forms`, and the
+    attention's projections and scores) as on a CPU with AMX (`available`) or without; the
+    few-rows rule still applies without."""
+    for module in (onednn, self_attention):  # the attention imports the function by name
+        monkeypatch.setattr(module, "amx_bfloat16_matmuls",
+                            lambda dtype: available and tf.as_dtype(dtype) == tf.bfloat16)
 
 
 def xla_compiled(functions):

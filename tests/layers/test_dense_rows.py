@@ -61,7 +61,6 @@ def test_activation_is_applied_and_bias_may_be_left_out(amx_form):
     np.testing.assert_array_equal(matmul_plus_bias(rows, kernel), tf.matmul(rows, kernel))
 
 
-
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 def test_scale_multiplies_the_output_and_its_gradients(amx_form, dtype):
     # `(rows @ kernel + bias) * scale`: in the AMX form the scale is the epilogue's multiply
@@ -88,6 +87,7 @@ def test_scale_multiplies_the_output_and_its_gradients(amx_form, dtype):
             np.testing.assert_allclose(a, b, rtol=tolerance, atol=tolerance * np.abs(b).max())
     np.testing.assert_allclose(tf.cast(matmul_plus_bias(rows, kernel, scale=0.25), tf.float32),
                                tf.cast(tf.matmul(rows, kernel) * 0.25, tf.float32), rtol=1e-5)
+
 
 _doubled_by_xla = tf.function(lambda x: x * 2, jit_compile=True)
 

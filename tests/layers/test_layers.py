@@ -3,12 +3,13 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_tf.layers import onednn, self_attention
+from bert_tf.layers import self_attention
 from bert_tf.layers.activations import fused_gelu, get_activation, unfused_activation
 from bert_tf.layers.embeddings import BertEmbeddings
 from bert_tf.layers.onednn import onednn_enabled
 from bert_tf.layers.self_attention import BertSelfAttention
 from bert_tf.layers.transformer_block import BertTransformerBlock
+from tests.amx_forms import assume_amx_bfloat16
 from tests.harness import check_layer
 from tests.optimized_graph import optimized_op_types
 
@@ -220,25 +221,18 @@ def test_bfloat16_inference_softmax_equals_float32_softmax_rounded(monkeypatch):
 @pytest.mark.parametrize("dtype", ["float32", "mixed_bfloat16"])
 def test_scores_scale_and_mask_run_in_the_matmul(dtype, monkeypatch):
     # Without the AMX matmul form, whose projections are fused batched matmuls too.
-    for module in (self_attention, onednn):
-        monkeypatch.setattr(module, "amx_bfloat16_matmuls", lambda dtype: False)
+    assume_amx_bfloat16(monkeypatch, available=False)
     layer, x, mask = _attention_and_inputs(dtype)
     ops = optimized_op_types(lambda x: layer(x, mask), x)
     # The scores' matmul fused with `* scale + mask_bias`; the context's stays plain.
     assert ops["_MklFusedBatchMatMulV2"] == 1, ops
 
 
-def _assume_amx(monkeypatch):
-    for module in (self_attention, onednn):
-        monkeypatch.setattr(module, "amx_bfloat16_matmuls",
-                            lambda dtype: tf.as_dtype(dtype) == tf.bfloat16)
-
-
 @pytest.mark.parametrize("padding", [True, False])
 def test_on_amx_the_scaled_query_attends_as_the_scaled_scores(padding, monkeypatch):
     # bfloat16 inference on AMX: the query's projection carries `1 / sqrt(head_size)`, and the
     # scores' matmul adds the mask only to a batch with padding (a tf.cond on the mask).
-    _assume_amx(monkeypatch)
+    assume_amx_bfloat16(monkeypatch)
     layer, x, mask = _attention_and_inputs("mixed_bfloat16")
     mask = mask if padding else tf.ones_like(mask)
 
@@ -262,7 +256,7 @@ def test_on_amx_the_scaled_query_attends_as_the_scaled_scores(padding, monkeypat
 def test_on_amx_the_scores_of_a_batch_without_padding_are_a_bare_matmul(monkeypatch):
     # oneDNN's AMX batched matmul with the scale and mask as post-ops runs at half the bare
     # one's rate, so the scale moved into the query's projection and the mask behind a cond.
-    _assume_amx(monkeypatch)
+    assume_amx_bfloat16(monkeypatch)
     layer, x, mask = _attention_and_inputs("mixed_bfloat16")
     ops = optimized_op_types(lambda x: layer(x, mask), x)
     # Fused: the query's and value's projections and the scores of a padded batch; bare: the
