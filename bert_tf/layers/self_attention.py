@@ -141,24 +141,24 @@ class BertSelfAttention(keras.layers.Layer):
             rows = real_tokens.gather(inputs)
             # Padding positions get zero queries, keys and values: the mask keeps their keys
             # out of every softmax, and their queries' rows are not gathered back.
-            query, value = (self._split_heads(real_tokens.scatter(dense_rows(dense, rows)))
+            query, value = (real_tokens.scatter_heads(dense_rows(dense, rows), self.num_heads)
                             for dense in (self.query, self.value))
-            key = self._split_heads(real_tokens.scatter(
-                matmul_plus_bias(rows, compute_weight(self.key.kernel, self.compute_dtype))))
+            key = real_tokens.scatter_heads(matmul_plus_bias(
+                rows, compute_weight(self.key.kernel, self.compute_dtype)), self.num_heads)
         # A select, not Google's `(1 - mask) * -10000`: a Mul built before the scores' `* scale`
         # kept grappler from fusing the scale and the mask add into the scores matmul (BERT-base,
         # batch 32, bfloat16: a separate Mul and AddV2 of 4 ms per layer on an AMX Xeon).
         mask_bias = tf.cast(tf.where(input_mask[:, tf.newaxis, tf.newaxis, :] != 0, 0.0, -10000.0),
                             self.compute_dtype)
         padded = tf.reduce_any(input_mask == 0) if scaled_query else None
-        context = self._attend(query, key, value, mask_bias, training, padded)
-        if real_tokens is not None:
-            context = real_tokens.gather(context)
+        by_head = self._attend(query, key, value, mask_bias, training, padded)
+        context = (self._merge_heads(by_head) if real_tokens is None
+                   else real_tokens.gather_heads(by_head))
         if not with_first_token:
             return context
         first_query = self._query_heads(inputs[:, :1], training, scaled_query)
         first = self._attend(first_query, key, value, mask_bias, training, padded)
-        return context, first[:, 0]
+        return context, self._merge_heads(first)[:, 0]
 
     def _query_carries_the_scale(self, training, real_tokens):
         """Whether the query's projection carries the scores' scale, `1 / sqrt(head_size)`, so
@@ -184,9 +184,9 @@ class BertSelfAttention(keras.layers.Layer):
                                      scale=1.0 / math.sqrt(self.head_size))
 
     def _attend(self, query, key, value, mask_bias, training, padded=None):
-        """Softmax attention of `query [batch, heads, queries, head_size]` over the keys, as
-        `[batch, queries, hidden]`. `padded` (a scalar bool tensor) is given when the query is
-        already scaled (`_query_carries_the_scale`): whether the mask has any 0."""
+        """Softmax attention of `query [batch, heads, queries, head_size]` over the keys, in the
+        same layout. `padded` (a scalar bool tensor) is given when the query is already scaled
+        (`_query_carries_the_scale`): whether the mask has any 0."""
         if padded is None:
             # `matmul * scale + mask_bias` is the pattern grappler fuses into one oneDNN
             # batched matmul with the scale and the mask add in its epilogue (no pass over the
@@ -206,8 +206,12 @@ class BertSelfAttention(keras.layers.Layer):
                 lambda: tf.matmul(query, key, transpose_b=True))
         probabilities = tf.nn.softmax(tf.cast(scores, self._softmax_dtype(training)), axis=-1)
         probabilities = self.dropout(tf.cast(probabilities, self.compute_dtype), training=training)
-        context = tf.transpose(tf.matmul(probabilities, value), [0, 2, 1, 3])
-        return tf.reshape(context, [tf.shape(query)[0], tf.shape(query)[2], self.hidden_size])
+        return tf.matmul(probabilities, value)
+
+    def _merge_heads(self, by_head):
+        """`[batch, heads, seq, head_size]` -> `[batch, seq, hidden]`."""
+        merged = tf.transpose(by_head, [0, 2, 1, 3])
+        return tf.reshape(merged, [tf.shape(by_head)[0], tf.shape(by_head)[2], self.hidden_size])
 
     def _softmax_dtype(self, training):
         """float32, except in inference with oneDNN, whose softmax takes the bfloat16 scores as

@@ -34,6 +34,21 @@ def test_gather_and_scatter_move_rows_between_layouts():
     assert (back[MASK == 0] == 0).all()
 
 
+def test_heads_moves_equal_scatter_and_gather_with_the_heads_transposed():
+    tokens = RealTokens(tf.constant(MASK))
+    heads, size = 3, 2
+    rows = tf.reshape(tf.range(MASK.sum() * heads * size, dtype=tf.float32), [-1, heads * size])
+    by_head = tokens.scatter_heads(rows, heads).numpy()
+    padded = tokens.scatter(rows).numpy().reshape(3, 10, heads, size).transpose(0, 2, 1, 3)
+    np.testing.assert_array_equal(by_head, padded)   # 0 at padding, each head's slice in place
+    back = tokens.gather_heads(tf.constant(by_head * 2))
+    np.testing.assert_array_equal(back, rows.numpy() * 2)
+    no_tokens = RealTokens(tf.zeros([2, 4], tf.int32))
+    empty = no_tokens.scatter_heads(tf.zeros([0, heads * size]), heads)
+    np.testing.assert_array_equal(empty, np.zeros([2, heads, 4, size]))
+    assert no_tokens.gather_heads(empty).shape == (0, heads * size)
+
+
 @pytest.mark.parametrize("dtype", ["float32", "mixed_bfloat16"])
 def test_inference_on_real_tokens_equals_the_padded_computation(dtype):
     encoder = BertEncoder(BertConfig.from_name("bert_tiny"), dtype=dtype)
