@@ -127,24 +127,30 @@ def profile_report(timer, traced_runs, top):
 
 
 def cpu_description():
-    """The CPU model and whether it has AMX and AVX512-BF16 (what decides bfloat16 speed), e.g.
-    "AMD EPYC (avx512_bf16, no AMX)", and oneDNN's ISA cap when `ONEDNN_MAX_CPU_ISA` sets one
-    (every system in the run inherits it: TensorFlow's and PyTorch's oneDNN both honour it)."""
-    model, flags = "unknown CPU", set()
+    """The CPU model, its family and model numbers, and whether it has AMX and AVX512-BF16 (what
+    decides bfloat16 speed), e.g. "AMD EPYC (family 26 model 2; avx512_bf16, no AMX)", and
+    oneDNN's ISA cap when `ONEDNN_MAX_CPU_ISA` sets one (every system in the run inherits it:
+    TensorFlow's and PyTorch's oneDNN both honour it). The numbers tell apart generations that
+    a cloud VM names alike: "AMD EPYC" was family 26 (Zen 5) on 2026-11-28, with twice the
+    float32 matmul rate of the "AMD EPYC" of the sessions before."""
+    fields = {}
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as f:
             for line in f:
                 key, _, value = line.partition(":")
-                if key.strip() == "model name":
-                    model = value.strip()
-                elif key.strip() == "flags":
-                    flags = set(value.split())
+                if not line.strip():
+                    break  # the first processor's fields are enough
+                fields.setdefault(key.strip(), value.strip())
     except OSError:  # not Linux
         pass
+    model = fields.get("model name", "unknown CPU")
+    flags = set(fields.get("flags", "").split())
+    numbers = (f"family {fields['cpu family']} model {fields['model']}; "
+               if "cpu family" in fields and "model" in fields else "")
     amx = "AMX" if {"amx_bf16", "amx_tile"} & flags else "no AMX"
     bf16 = "avx512_bf16" if "avx512_bf16" in flags else "no avx512_bf16"
     cap = os.environ.get("ONEDNN_MAX_CPU_ISA") or os.environ.get("DNNL_MAX_CPU_ISA")
-    return f"{model} ({bf16}, {amx}" + (f"; oneDNN capped at {cap})" if cap else ")")
+    return f"{model} ({numbers}{bf16}, {amx}" + (f"; oneDNN capped at {cap})" if cap else ")")
 
 
 def machine_load():

@@ -73,9 +73,9 @@ class RealTokens:
         layout), 0 at padding positions: `scatter` and the heads' transpose as one gather of
         `size`-wide slices.
 
-        Why one gather: TensorFlow hands every float transpose to oneDNN, whose reorder costs
-        tens of microseconds even on a short text's `[1, 25, 12, 32]`, more when it splits one
-        across two threads, and attention moves four tensors per layer. The real MiniLM SST-2
+        Why one gather: oneDNN's transposes cost tens of microseconds however small (see
+        `bert_tf.layers.head_layout`), even on a short text's `[1, 25, 12, 32]`, and attention
+        moves four tensors per layer. The real MiniLM SST-2
         classifier export, one dev sentence per call, p50 11.6 -> 10.2 and 11.7 -> 10.5 ms
         (two intra-op threads, TensorFlow's default; 11.6 -> 11.0 on one); batches of 8 and 32
         SST-2 sentences or ~128-token texts 0.93-1.05x, within the spread (2-vCPU Xeon with

@@ -8,6 +8,7 @@ import tensorflow as tf
 from bert_tf.layers.compute_weights import compute_weight
 from bert_tf.layers.dense_rows import dense_rows, matmul_plus_bias, unfoldable_scalar
 from bert_tf.layers.dropout import BertDropout
+from bert_tf.layers.head_layout import merge_heads, split_heads
 from bert_tf.layers.onednn import amx_bfloat16_matmuls, onednn_enabled
 
 
@@ -76,37 +77,42 @@ class BertSelfAttention(keras.layers.Layer):
         MiniLM's fine-tuning step at 32 x 16 tokens took 141 against 148 ms (bfloat16; float32
         228 both ways), bert_mini's pre-training step at 32 x 128 0.42 s either way, BERT-base's
         3.24-3.34 against 3.38-3.40 s (bfloat16; 2-vCPU Xeon with AMX, alternating processes).
-        `use_bias=False` (inference only) leaves the bias out.
+        `use_bias=False` (inference only) leaves the bias out. The 2-D form moves the
+        activations to heads with a gather where there are few rows (`head_layout`).
         """
         kernel, bias = self._weights(dense)
         bias = bias if use_bias else None
         if training or amx_bfloat16_matmuls(self.compute_dtype):
-            return self._rows_projection(inputs, kernel, bias, training)
+            return self._rows_projection(inputs, kernel, bias, training,
+                                         by_gather=self._few_rows(inputs, training))
         batch, seq = inputs.shape[0], inputs.shape[1]
         if batch is not None and seq is not None:  # shapes known when tracing: decide now
-            return (self._rows_projection(inputs, kernel, bias) if batch * seq < self.hidden_size
+            return (self._rows_projection(inputs, kernel, bias, by_gather=True)
+                    if batch * seq < self.hidden_size
                     else self._heads_projection(inputs, kernel, bias))
         rows = tf.shape(inputs)[0] * tf.shape(inputs)[1]
         return tf.cond(rows < self.hidden_size,
-                       lambda: self._rows_projection(inputs, kernel, bias),
+                       lambda: self._rows_projection(inputs, kernel, bias, by_gather=True),
                        lambda: self._heads_projection(inputs, kernel, bias))
+
+    def _few_rows(self, inputs, training):
+        """Whether inference on `inputs [batch, seq, ...]` has fewer rows than hidden units, as
+        known when traced (unknown: False): there heads move by gathers (`head_layout`)."""
+        batch, seq = inputs.shape[0], inputs.shape[1]
+        return (not training and batch is not None and seq is not None
+                and batch * seq < self.hidden_size)
 
     def _weights(self, dense):
         return (compute_weight(dense.kernel, self.compute_dtype),
                 compute_weight(dense.bias, self.compute_dtype))
 
-    def _rows_projection(self, inputs, kernel, bias, training=False, scale=1.0):
+    def _rows_projection(self, inputs, kernel, bias, training=False, scale=1.0,
+                         by_gather=False):
         """`(inputs @ kernel + bias) * scale` as one 2-D matmul (its bias fused by grappler),
-        then the activations reordered to `[batch, heads, seq, head_size]`."""
+        then the activations moved to `[batch, heads, seq, head_size]` (`split_heads`)."""
         projected = matmul_plus_bias(tf.reshape(inputs, [-1, self.hidden_size]), kernel, bias,
                                      training, scale)
-        return self._split_heads(tf.reshape(projected, tf.shape(inputs)))
-
-    def _split_heads(self, projected):
-        """`[batch, seq, hidden]` -> `[batch, heads, seq, head_size]`."""
-        batch, seq = tf.shape(projected)[0], tf.shape(projected)[1]
-        return tf.transpose(tf.reshape(projected, [batch, seq, self.num_heads, self.head_size]),
-                            [0, 2, 1, 3])
+        return split_heads(tf.reshape(projected, tf.shape(inputs)), self.num_heads, by_gather)
 
     def _heads_projection(self, inputs, kernel, bias):
         """`inputs [batch, seq, hidden] @ kernel + bias` as `[batch, heads, seq, head_size]`:
@@ -152,13 +158,14 @@ class BertSelfAttention(keras.layers.Layer):
                             self.compute_dtype)
         padded = tf.reduce_any(input_mask == 0) if scaled_query else None
         by_head = self._attend(query, key, value, mask_bias, training, padded)
-        context = (self._merge_heads(by_head) if real_tokens is None
+        few_rows = self._few_rows(inputs, training)
+        context = (merge_heads(by_head, few_rows) if real_tokens is None
                    else real_tokens.gather_heads(by_head))
         if not with_first_token:
             return context
         first_query = self._query_heads(inputs[:, :1], training, scaled_query)
         first = self._attend(first_query, key, value, mask_bias, training, padded)
-        return context, self._merge_heads(first)[:, 0]
+        return context, merge_heads(first, few_rows)[:, 0]
 
     def _query_carries_the_scale(self, training, real_tokens):
         """Whether the query's projection carries the scores' scale, `1 / sqrt(head_size)`, so
@@ -181,7 +188,8 @@ class BertSelfAttention(keras.layers.Layer):
         if not scaled:
             return self._project_to_heads(self.query, inputs, training)
         return self._rows_projection(inputs, *self._weights(self.query),
-                                     scale=1.0 / math.sqrt(self.head_size))
+                                     scale=1.0 / math.sqrt(self.head_size),
+                                     by_gather=self._few_rows(inputs, training))
 
     def _attend(self, query, key, value, mask_bias, training, padded=None):
         """Softmax attention of `query [batch, heads, queries, head_size]` over the keys, in the
@@ -207,11 +215,6 @@ class BertSelfAttention(keras.layers.Layer):
         probabilities = tf.nn.softmax(tf.cast(scores, self._softmax_dtype(training)), axis=-1)
         probabilities = self.dropout(tf.cast(probabilities, self.compute_dtype), training=training)
         return tf.matmul(probabilities, value)
-
-    def _merge_heads(self, by_head):
-        """`[batch, heads, seq, head_size]` -> `[batch, seq, hidden]`."""
-        merged = tf.transpose(by_head, [0, 2, 1, 3])
-        return tf.reshape(merged, [tf.shape(by_head)[0], tf.shape(by_head)[2], self.hidden_size])
 
     def _softmax_dtype(self, training):
         """float32, except in inference with oneDNN, whose softmax takes the bfloat16 scores as
