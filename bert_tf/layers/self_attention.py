@@ -85,10 +85,9 @@ class BertSelfAttention(keras.layers.Layer):
         if training or amx_bfloat16_matmuls(self.compute_dtype):
             return self._rows_projection(inputs, kernel, bias, training,
                                          by_gather=self._few_rows(inputs, training))
-        batch, seq = inputs.shape[0], inputs.shape[1]
-        if batch is not None and seq is not None:  # shapes known when tracing: decide now
+        if None not in inputs.shape[:2]:  # shapes known when tracing: decide now
             return (self._rows_projection(inputs, kernel, bias, by_gather=True)
-                    if batch * seq < self.hidden_size
+                    if self._few_rows(inputs, training)
                     else self._heads_projection(inputs, kernel, bias))
         rows = tf.shape(inputs)[0] * tf.shape(inputs)[1]
         return tf.cond(rows < self.hidden_size,
@@ -97,7 +96,8 @@ class BertSelfAttention(keras.layers.Layer):
 
     def _few_rows(self, inputs, training):
         """Whether inference on `inputs [batch, seq, ...]` has fewer rows than hidden units, as
-        known when traced (unknown: False): there heads move by gathers (`head_layout`)."""
+        known when traced (unknown: False): there the rows are projected with 2-D matmuls and
+        heads move by gathers (`head_layout`)."""
         batch, seq = inputs.shape[0], inputs.shape[1]
         return (not training and batch is not None and seq is not None
                 and batch * seq < self.hidden_size)
