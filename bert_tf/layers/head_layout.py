@@ -6,13 +6,14 @@ however small the tensor, more when it splits one across two threads; a gather o
 slices costs a few. On few rows (a short text, a batch of one) that is the whole move: MiniLM's
 `[1, 128, 12, 32]` 55 against 22 us in bfloat16, 49 against 14 in float32, with a multiply
 that costs 16 / 8 us in the same chain (2-vCPU AMD EPYC of family 26, no AMX, two threads). An
-encoder's forward, both forms in one process taking turns (median of 15 x 5 passes), gather
-over transpose: MiniLM 1 x 128 0.97x float32, 0.93x mixed bfloat16, 0.96x bfloat16 weights;
-1 x 32 0.89-0.93x; 2 x 128 and 8 x 32 0.92-0.99x; BERT-base 1 x 128 0.99-1.01x. Attention
-takes the gather in inference on fewer rows than hidden units, where it projects the rows with
-2-D matmuls (`BertSelfAttention._project_to_heads`); training keeps the transpose, whose
-gradient is a transpose too (a gather's is a scatter). `RealTokens.scatter_heads` does the same
-for a trimmed batch's real tokens, with the scatter to the padded layout in the same gather.
+encoder's forward, both forms in one process taking turns (median of 15-20 x 5 passes, three
+processes), gather over transpose: MiniLM 1 x 128 0.95-0.97x float32, 0.93-0.97x mixed
+bfloat16, 0.96-1.02x bfloat16 weights; 1 x 32 0.89-0.93x; 2 x 128 and 8 x 32 0.92-0.99x;
+BERT-base 1 x 128 0.99-1.01x. Attention takes the gather in inference on fewer rows than
+hidden units, where it projects the rows with 2-D matmuls (`BertSelfAttention._few_rows`);
+training keeps the transpose, whose gradient is a transpose too (a gather's is a scatter).
+`RealTokens.scatter_heads` does the same for a trimmed batch's real tokens, with the scatter to
+the padded layout in the same gather.
 
 Example:
     >>> x = tf.random.normal([2, 5, 12])
