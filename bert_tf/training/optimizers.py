@@ -144,12 +144,20 @@ class FusedAdamW(keras.optimizers.AdamW):
 
 def _adamw_step(w, m, v, gradient, learning_rate, decay, step, beta_1, beta_2, epsilon):
     """`(w, m, v)` after one AdamW step with `gradient`: the decay `w *= 1 - decay`, then Adam's
-    step with epsilon on the bias-corrected sqrt(v_hat)."""
+    step with epsilon on the bias-corrected sqrt(v_hat).
+
+    The bias corrections are scalars folded into the step size and into a factor on sqrt(v)
+    (as PyTorch's AdamW folds them), leaving one division per element instead of three
+    (`m / c1`, `v / c2`, the step): XLA's CPU loops are bound by those divisions, not by
+    memory. The word-embedding table's zero-gradient step (`[30522, 384]`, one thread, 2-vCPU
+    AMD EPYC family 26, idle, median of 40): 9.2-9.4 -> 7.6-7.7 ms (reading and writing the
+    three arrays alone: 4.9 ms). The same values up to float32 rounding."""
     m_new = m + (gradient - m) * (1 - beta_1)
     v_new = v + (gradient * gradient - v) * (1 - beta_2)
-    m_hat = m_new / (1 - tf.pow(beta_1, step))
-    v_hat = v_new / (1 - tf.pow(beta_2, step))
-    return w * (1 - decay) - learning_rate * m_hat / (tf.sqrt(v_hat) + epsilon), m_new, v_new
+    step_size = learning_rate / (1 - tf.pow(beta_1, step))
+    sqrt_v_correction = tf.math.rsqrt(1 - tf.pow(beta_2, step))  # sqrt(v_hat) = sqrt(v) * this
+    return (w * (1 - decay) - step_size * m_new / (tf.sqrt(v_new) * sqrt_v_correction + epsilon),
+            m_new, v_new)
 
 
 def _read(handles, dtype):
