@@ -59,7 +59,7 @@ def _batches(seq_length):
 
 def _cpu_seconds():
     """This process's user + system CPU seconds: over a timed loop, divided by its wall time,
-    how many cores the step kept busy (1.84-1.90 of 2 for MiniLM at 32 x 12-24 tokens on a
+    how many cores the step kept busy (1.81-1.94 of 2 for MiniLM at 32 x 12-24 tokens on a
     2-vCPU AMD EPYC of family 26, one intra-op thread: the step is bound by its work, not by
     waiting)."""
     times = os.times()
