@@ -151,8 +151,8 @@ def _adamw_step(w, m, v, gradient, learning_rate, decay, step, beta_1, beta_2, e
     multiplies), leaving one division per element instead of three
     (`m / c1`, `v / c2`, the step): XLA's CPU loops are bound by those divisions, not by
     memory. The word-embedding table's zero-gradient step (`[30522, 384]`, one thread, 2-vCPU
-    AMD EPYC family 26, idle, median of 40, six runs each): 9.1-9.7 -> 7.5-7.8 ms (reading and writing
-    the three arrays alone: 4.9-5.0 ms). The same values up to float32 rounding."""
+    AMD EPYC family 26, idle, median of 40, six runs each): 9.1-9.7 -> 7.5-7.8 ms (reading
+    and writing the three arrays alone: 4.9-5.0 ms). The same values up to float32 rounding."""
     m_new = m + (gradient - m) * (1 - beta_1)
     v_new = v + (gradient * gradient - v) * (1 - beta_2)
     step_size = learning_rate / (1 - tf.pow(beta_1, step))
