@@ -9,7 +9,6 @@ Example:
 
 import tensorflow as tf
 
-from bert_tf.layers.compute_weights import compute_weight
 from bert_tf.layers.onednn import amx_matmul_forms
 
 
@@ -25,8 +24,8 @@ def dense_rows(layer, rows, activation=None, training=False, fuse_activation=Tru
     which cannot fuse: bias and GELU each cost another pass over the activations. Without an
     activation, `matmul_plus_bias` picks the form.
     """
-    kernel = compute_weight(layer.kernel, layer.compute_dtype)
-    bias = compute_weight(layer.bias, layer.compute_dtype)
+    kernel = tf.cast(layer.kernel, layer.compute_dtype)
+    bias = tf.cast(layer.bias, layer.compute_dtype)
     if activation is None or training or not fuse_activation:
         # Training's exact GELU is its own XLA loop (`unfused_activation`): grappler cannot
         # fuse an activation whose input the gradient needs.

@@ -5,7 +5,6 @@ import math
 import keras
 import tensorflow as tf
 
-from bert_tf.layers.compute_weights import compute_weight
 from bert_tf.layers.dense_rows import dense_rows, matmul_plus_bias, unfoldable_scalar
 from bert_tf.layers.dropout import BertDropout
 from bert_tf.layers.head_layout import merge_heads, split_heads
@@ -103,8 +102,8 @@ class BertSelfAttention(keras.layers.Layer):
                 and batch * seq < self.hidden_size)
 
     def _weights(self, dense):
-        return (compute_weight(dense.kernel, self.compute_dtype),
-                compute_weight(dense.bias, self.compute_dtype))
+        return (tf.cast(dense.kernel, self.compute_dtype),
+                tf.cast(dense.bias, self.compute_dtype))
 
     def _rows_projection(self, inputs, kernel, bias, training=False, scale=1.0,
                          by_gather=False):
@@ -150,7 +149,7 @@ class BertSelfAttention(keras.layers.Layer):
             query, value = (real_tokens.scatter_heads(dense_rows(dense, rows), self.num_heads)
                             for dense in (self.query, self.value))
             key = real_tokens.scatter_heads(matmul_plus_bias(
-                rows, compute_weight(self.key.kernel, self.compute_dtype)), self.num_heads)
+                rows, tf.cast(self.key.kernel, self.compute_dtype)), self.num_heads)
         # A select, not Google's `(1 - mask) * -10000`: a Mul built before the scores' `* scale`
         # kept grappler from fusing the scale and the mask add into the scores matmul (BERT-base,
         # batch 32, bfloat16: a separate Mul and AddV2 of 4 ms per layer on an AMX Xeon).
