@@ -219,9 +219,7 @@ def predict_padded(model, dataset, max_seq_length, sequence_outputs=(), verbose=
         if ops_side_by_side_on_cores():  # one pass per core (see `in_batch_halves`)
             # Both halves call one traced function, so the model is traced once, not twice:
             # MiniLM's classifier 1.83 / 2.13 -> 1.02 / 1.50 s, the batches as fast (64 x 16,
-            # 32, 64 tokens; 2-vCPU Intel Xeon with AMX). No gradient goes through it (in
-            # training, one function for both halves saved 1 s of a 12 s first step but hid
-            # the forward's weight casts from the optimizer, see `compute_weights`).
+            # 32, 64 tokens; 2-vCPU Intel Xeon with AMX).
             return in_batch_halves(tf.function(forward, autograph=False), features)
         return forward(features)
 
