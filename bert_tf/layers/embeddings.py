@@ -5,6 +5,7 @@ import tensorflow as tf
 
 from bert_tf.layers.dropout import BertDropout
 from bert_tf.layers.inference_layer_norm import inference_layer_norm
+from bert_tf.layers.initializers import truncated_normal
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
@@ -37,18 +38,15 @@ class BertEmbeddings(keras.layers.Layer):
         self.dropout = BertDropout(dropout_rate, dtype="float32", name="dropout")
 
     def build(self, input_shape=None):
-        initializer = keras.initializers.TruncatedNormal(stddev=self.initializer_range)
         # autocast=False: under mixed precision Keras would otherwise cast each whole table to
         # the compute dtype on every read (23M values for BERT-base's word table) just to
         # gather a few rows; `call` gathers in float32 and casts only the result.
-        table = dict(initializer=initializer, autocast=False)
-        self.word_embeddings = self.add_weight(
-            name="word_embeddings", shape=(self.vocab_size, self.hidden_size), **table)
-        self.position_embeddings = self.add_weight(
-            name="position_embeddings", shape=(self.max_position_embeddings, self.hidden_size),
-            **table)
-        self.token_type_embeddings = self.add_weight(
-            name="token_type_embeddings", shape=(self.type_vocab_size, self.hidden_size), **table)
+        self.word_embeddings, self.position_embeddings, self.token_type_embeddings = (
+            self.add_weight(name=name, shape=(rows, self.hidden_size), autocast=False,
+                            initializer=truncated_normal(self.initializer_range))
+            for name, rows in (("word_embeddings", self.vocab_size),
+                               ("position_embeddings", self.max_position_embeddings),
+                               ("token_type_embeddings", self.type_vocab_size)))
         self.layer_norm.build((None, None, self.hidden_size))
         self.built = True
 

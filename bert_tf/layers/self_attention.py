@@ -8,6 +8,7 @@ import tensorflow as tf
 from bert_tf.layers.dense_rows import dense_rows, matmul_plus_bias, unfoldable_scalar
 from bert_tf.layers.dropout import BertDropout
 from bert_tf.layers.head_layout import merge_heads, split_heads
+from bert_tf.layers.initializers import truncated_normal
 from bert_tf.layers.onednn import amx_bfloat16_matmuls, onednn_enabled
 
 
@@ -40,11 +41,10 @@ class BertSelfAttention(keras.layers.Layer):
         self.head_size = hidden_size // num_heads
         self.dropout_rate = dropout_rate
         self.initializer_range = initializer_range
-        dense = dict(units=hidden_size, dtype=self.dtype_policy,
-                     kernel_initializer=keras.initializers.TruncatedNormal(stddev=initializer_range))
-        self.query = keras.layers.Dense(name="query", **dense)
-        self.key = keras.layers.Dense(name="key", **dense)
-        self.value = keras.layers.Dense(name="value", **dense)
+        self.query, self.key, self.value = (
+            keras.layers.Dense(hidden_size, kernel_initializer=truncated_normal(initializer_range),
+                               dtype=self.dtype_policy, name=name)
+            for name in ("query", "key", "value"))
         self.dropout = BertDropout(dropout_rate, dtype=self.dtype_policy, name="dropout")
 
     def build(self, input_shape):

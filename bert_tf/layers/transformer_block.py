@@ -8,6 +8,7 @@ from bert_tf.layers.dense_rows import dense_rows
 from bert_tf.layers.dropout import BertDropout
 from bert_tf.layers.fused_layer_norm import residual_layer_norm
 from bert_tf.layers.inference_layer_norm import inference_layer_norm
+from bert_tf.layers.initializers import truncated_normal
 from bert_tf.layers.onednn import amx_matmul_forms
 from bert_tf.layers.portable_graphs import portable_graphs_enabled
 from bert_tf.layers.real_tokens import RealTokens, real_tokens_only_enabled
@@ -41,18 +42,20 @@ class BertTransformerBlock(keras.layers.Layer):
         self.attention_dropout_rate = attention_dropout_rate
         self.initializer_range = initializer_range
         self.layer_norm_eps = layer_norm_eps
-        initializer = keras.initializers.TruncatedNormal(stddev=initializer_range)
         policy = self.dtype_policy
         self.attention = BertSelfAttention(hidden_size, num_heads, attention_dropout_rate,
                                            initializer_range, dtype=policy, name="attention")
         self.attention_output = keras.layers.Dense(
-            hidden_size, kernel_initializer=initializer, dtype=policy, name="attention_output")
+            hidden_size, kernel_initializer=truncated_normal(initializer_range), dtype=policy,
+            name="attention_output")
         self.attention_layer_norm = keras.layers.LayerNormalization(
             epsilon=layer_norm_eps, dtype="float32", name="attention_layer_norm")
         self.intermediate = keras.layers.Dense(
-            intermediate_size, kernel_initializer=initializer, dtype=policy, name="intermediate")
+            intermediate_size, kernel_initializer=truncated_normal(initializer_range),
+            dtype=policy, name="intermediate")
         self.output_dense = keras.layers.Dense(
-            hidden_size, kernel_initializer=initializer, dtype=policy, name="output_dense")
+            hidden_size, kernel_initializer=truncated_normal(initializer_range), dtype=policy,
+            name="output_dense")
         self.output_layer_norm = keras.layers.LayerNormalization(
             epsilon=layer_norm_eps, dtype="float32", name="output_layer_norm")
         self.dropout = BertDropout(hidden_dropout_rate, dtype=policy, name="dropout")

@@ -7,6 +7,7 @@ import tensorflow as tf
 
 from bert_tf.config import BertConfig
 from bert_tf.layers.embeddings import BertEmbeddings
+from bert_tf.layers.initializers import truncated_normal
 from bert_tf.layers.transformer_block import BertTransformerBlock
 
 INPUT_KEYS = ("input_word_ids", "input_mask", "input_type_ids")
@@ -43,7 +44,6 @@ class BertEncoder(keras.Model):
         if isinstance(config, dict):
             config = BertConfig.from_dict(config)
         policy = keras.dtype_policies.get(dtype) if dtype else keras.config.dtype_policy()
-        initializer = keras.initializers.TruncatedNormal(stddev=config.initializer_range)
 
         embeddings = BertEmbeddings(
             vocab_size=config.vocab_size, hidden_size=config.hidden_size,
@@ -61,7 +61,8 @@ class BertEncoder(keras.Model):
                 dtype=policy, name=f"layer_{i}")
             for i in range(config.num_hidden_layers)]
         pooler = keras.layers.Dense(config.hidden_size, activation="tanh",
-                                    kernel_initializer=initializer, dtype=policy, name="pooler")
+                                    kernel_initializer=truncated_normal(config.initializer_range),
+                                    dtype=policy, name="pooler")
 
         inputs = {key: keras.Input(shape=(None,), dtype="int32", name=key) for key in INPUT_KEYS}
         hidden = embeddings(inputs["input_word_ids"], inputs["input_type_ids"])

@@ -40,6 +40,26 @@ def test_output_dict_and_shapes(encoder):
     np.testing.assert_array_equal(outputs["encoder_outputs"][-1], outputs["sequence_output"])
 
 
+def test_every_weight_starts_from_its_own_random_values(encoder):
+    # One Keras initializer instance shared by several weights gives them the same values (the
+    # same leading values for a larger one): query, key and value kernels used to start equal.
+    drawn = [(w.path, np.asarray(w).ravel()) for w in encoder.weights if np.asarray(w).std() > 0]
+    assert len(drawn) == 3 + SMALL.num_hidden_layers * 6 + 1  # embeddings, kernels, pooler
+    for i, (name, values) in enumerate(drawn):
+        for other, other_values in drawn[i + 1:]:
+            n = min(values.size, other_values.size)
+            assert not np.array_equal(values[:n], other_values[:n]), (name, other)
+
+
+def test_initial_weights_repeat_with_the_keras_seed():
+    weights = []
+    for _ in range(2):
+        keras.utils.set_random_seed(7)
+        weights.append(BertEncoder(SMALL).get_weights())
+    for first, second in zip(*weights):
+        np.testing.assert_array_equal(first, second)
+
+
 def test_matches_an_independent_numpy_bert(encoder):
     inputs = make_inputs(4, 11, seed=3)
     expected = numpy_bert_forward(numpy_weights(encoder), SMALL, *(
