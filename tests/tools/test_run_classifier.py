@@ -160,8 +160,11 @@ def test_without_training_it_evaluates_the_checkpoint_in_output_dir(workspace, s
                       f"--data_dir={workspace['sst2']}",
                       f"--output_dir={again}", f"--max_seq_length={SEQ}", "--do_eval")
     assert result.returncode == 0, result.stderr[-3000:]
+    trained = json.loads((output_dir / "eval_results.json").read_text())
+    # The same results; the loss to float32 rounding: the training run evaluated in batch
+    # halves (one intra-op thread), this one in whole batches, summing in another order.
     assert (json.loads((again / "eval_results.json").read_text())
-            == json.loads((output_dir / "eval_results.json").read_text()))
+            == {**trained, "loss": pytest.approx(trained["loss"], rel=1e-6)})
 
     empty = tmp_path / "untrained"
     result = run_tool("run_classifier.py", *workspace["model"], "--task_name=SST-2",
