@@ -4,6 +4,7 @@ import keras
 import tensorflow as tf
 
 from bert_tf.layers.activations import get_activation
+from bert_tf.layers.initializers import truncated_normal
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
@@ -50,8 +51,8 @@ class MaskedLMHead(keras.layers.Layer):
         self.decoder_dtype = decoder_dtype
         self._activation_fn = get_activation(activation)
         self.transform = keras.layers.Dense(
-            hidden_size, kernel_initializer=keras.initializers.TruncatedNormal(
-                stddev=initializer_range), dtype="float32", name="transform")
+            hidden_size, kernel_initializer=truncated_normal(initializer_range), dtype="float32",
+            name="transform")
         self.transform_layer_norm = keras.layers.LayerNormalization(
             epsilon=layer_norm_eps, dtype="float32", name="transform_layer_norm")
 

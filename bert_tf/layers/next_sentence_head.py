@@ -3,6 +3,8 @@
 import keras
 import tensorflow as tf
 
+from bert_tf.layers.initializers import truncated_normal
+
 
 @keras.saving.register_keras_serializable(package="bert_tf")
 class NextSentenceHead(keras.layers.Layer):
@@ -29,7 +31,7 @@ class NextSentenceHead(keras.layers.Layer):
     def build(self, pooled_output_shape=None):
         self.output_weights = self.add_weight(
             name="output_weights", shape=(2, self.hidden_size),
-            initializer=keras.initializers.TruncatedNormal(stddev=self.initializer_range))
+            initializer=truncated_normal(self.initializer_range))
         self.output_bias = self.add_weight(name="output_bias", shape=(2,), initializer="zeros")
         self.built = True
 

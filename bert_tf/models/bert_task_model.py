@@ -5,6 +5,7 @@ import tensorflow as tf
 
 from bert_tf.config import BertConfig
 from bert_tf.layers.dropout import BertDropout
+from bert_tf.layers.initializers import truncated_normal
 from bert_tf.models.batch_halves import in_batch_halves
 from bert_tf.models.bert_encoder import INPUT_KEYS
 from bert_tf.thread_pools import ops_side_by_side_on_cores
@@ -85,8 +86,7 @@ class BertTaskModel(keras.Model):
         share of the FLOPs, and their logits feed softmax and the loss, which need the range.
         """
         if initializer is None:
-            initializer = keras.initializers.TruncatedNormal(
-                stddev=self.encoder.config.initializer_range)
+            initializer = truncated_normal(self.encoder.config.initializer_range)
         dense = keras.layers.Dense(units, kernel_initializer=keras.initializers.get(initializer),
                                    dtype="float32", name=name)
         dense.build((None, self.encoder.config.hidden_size))
