@@ -28,6 +28,17 @@ import tensorflow as tf
 from bert_tf.checkpoints import load_model, training_checkpoint, write_model_files
 
 
+def ops_feeding(ops):
+    """`ops` and every graph op they depend on, through data and control inputs."""
+    seen, stack = set(), list(ops)
+    while stack:
+        op = stack.pop()
+        if op not in seen:
+            seen.add(op)
+            stack += [t.op for t in op.inputs] + list(op.control_inputs)
+    return seen
+
+
 def _as_numpy(outputs):
     return [np.asarray(x) for x in tf.nest.flatten(outputs)]
 

@@ -10,7 +10,7 @@ from bert_tf.layers.onednn import onednn_enabled
 from bert_tf.layers.self_attention import BertSelfAttention
 from bert_tf.layers.transformer_block import BertTransformerBlock
 from tests.amx_forms import assume_amx_bfloat16
-from tests.harness import check_layer
+from tests.harness import check_layer, ops_feeding
 from tests.optimized_graph import optimized_op_types
 
 
@@ -86,19 +86,10 @@ def test_transformer_block_keeps_the_residual_stream_in_float32(dtype, training)
                                atol=1e-5)
 
 
-def _ancestor_output_shapes(graph, tensors):
-    """Static shapes of every op output that `tensors` depend on in `graph` (data and control
-    inputs)."""
-    seen, stack, shapes = set(), [t.op for t in tensors], set()
-    while stack:
-        op = stack.pop()
-        if op.name in seen:
-            continue
-        seen.add(op.name)
-        shapes.update(tuple(output.shape.as_list()) for output in op.outputs
-                      if output.shape.rank is not None)
-        stack += [t.op for t in op.inputs] + list(op.control_inputs)
-    return shapes
+def _ancestor_output_shapes(tensors):
+    """Static shapes of every op output that `tensors` depend on (data and control inputs)."""
+    return {tuple(output.shape.as_list()) for op in ops_feeding(t.op for t in tensors)
+            for output in op.outputs if output.shape.rank is not None}
 
 
 @pytest.mark.parametrize("training", [False, True])
@@ -120,7 +111,7 @@ def test_fetching_only_the_first_token_needs_no_other_rows_feed_forward(training
         return [first, *tape.gradient(loss, block.trainable_variables)]
 
     graph = first_token_and_gradients.get_concrete_function(x).graph
-    shapes = _ancestor_output_shapes(graph, graph.outputs)
+    shapes = _ancestor_output_shapes(graph.outputs)
     assert [3, 16] in map(list, shapes)  # the first row's own feed-forward
     assert (15, 16) not in shapes  # no feed-forward over all 3 x 5 rows
 
