@@ -1,4 +1,5 @@
-"""`dense_rows`: a Keras `Dense` layer applied to rows in the matmul form oneDNN runs fastest.
+"""`dense_rows`: a Keras `Dense` layer applied to rows in the matmul form oneDNN runs fastest;
+`dense_weights`: its kernel and bias in its compute dtype, for forms of one's own.
 
 Example:
     >>> layer = keras.layers.Dense(4)
@@ -24,14 +25,20 @@ def dense_rows(layer, rows, activation=None, training=False, fuse_activation=Tru
     which cannot fuse: bias and GELU each cost another pass over the activations. Without an
     activation, `matmul_plus_bias` picks the form.
     """
-    kernel = tf.cast(layer.kernel, layer.compute_dtype)
-    bias = tf.cast(layer.bias, layer.compute_dtype)
+    kernel, bias = dense_weights(layer)
     if activation is None or training or not fuse_activation:
         # Training's exact GELU is its own XLA loop (`unfused_activation`): grappler cannot
         # fuse an activation whose input the gradient needs.
         output = matmul_plus_bias(rows, kernel, bias, training)
         return output if activation is None else activation(output)
     return activation(_matmul_bias_add(rows, kernel, bias))
+
+
+def dense_weights(layer):
+    """`(kernel, bias)` of a built Keras `Dense` layer, cast to its compute dtype (under mixed
+    precision the variables stay float32)."""
+    return (tf.cast(layer.kernel, layer.compute_dtype),
+            tf.cast(layer.bias, layer.compute_dtype))
 
 
 def matmul_plus_bias(rows, kernel, bias=None, training=False, scale=1.0):

@@ -5,7 +5,8 @@ import math
 import keras
 import tensorflow as tf
 
-from bert_tf.layers.dense_rows import dense_rows, matmul_plus_bias, unfoldable_scalar
+from bert_tf.layers.dense_rows import (dense_rows, dense_weights, matmul_plus_bias,
+                                      unfoldable_scalar)
 from bert_tf.layers.dropout import BertDropout
 from bert_tf.layers.head_layout import merge_heads, split_heads
 from bert_tf.layers.initializers import truncated_normal
@@ -79,7 +80,7 @@ class BertSelfAttention(keras.layers.Layer):
         `use_bias=False` (inference only) leaves the bias out. The 2-D form moves the
         activations to heads with a gather where there are few rows (`head_layout`).
         """
-        kernel, bias = self._weights(dense)
+        kernel, bias = dense_weights(dense)
         bias = bias if use_bias else None
         if training or amx_bfloat16_matmuls(self.compute_dtype):
             return self._rows_projection(inputs, kernel, bias, training,
@@ -100,10 +101,6 @@ class BertSelfAttention(keras.layers.Layer):
         batch, seq = inputs.shape[0], inputs.shape[1]
         return (not training and batch is not None and seq is not None
                 and batch * seq < self.hidden_size)
-
-    def _weights(self, dense):
-        return (tf.cast(dense.kernel, self.compute_dtype),
-                tf.cast(dense.bias, self.compute_dtype))
 
     def _rows_projection(self, inputs, kernel, bias, training=False, scale=1.0,
                          by_gather=False):
@@ -186,7 +183,7 @@ class BertSelfAttention(keras.layers.Layer):
         (`_query_carries_the_scale`, so the AMX form)."""
         if not scaled:
             return self._project_to_heads(self.query, inputs, training)
-        return self._rows_projection(inputs, *self._weights(self.query),
+        return self._rows_projection(inputs, *dense_weights(self.query),
                                      scale=1.0 / math.sqrt(self.head_size),
                                      by_gather=self._few_rows(inputs, training))
 
