@@ -13,6 +13,7 @@ import urllib.parse
 
 import tensorflow as tf
 
+from bert_tf.data.without_autotuning import without_autotuning
 from bert_tf.training import tpu_host
 
 logger = logging.getLogger("bert_tf.training")
@@ -167,15 +168,20 @@ def input_iterator(strategy, dataset_fn):
     in a `MultiDeviceIterator`, whose deletion waits for the tf.data autotuning thread's next
     wake-up (TF 2.21; the thread sleeps up to a minute between tunings): a 100-step
     `run_pretraining` ended 35 s after its last evaluation that way, 1.2 s reading directly
-    (2 vCPU AMD EPYC). A one-device step needs nothing from the wrapper.
+    (2 vCPU AMD EPYC). A one-device step needs nothing from the wrapper. Either way the
+    dataset runs `without_autotuning`, whose iterators' deletion never waits (with autotuning
+    it sometimes does, for up to a minute).
 
     Example:
         >>> iterator = input_iterator(strategy, lambda context: training_dataset(
         ...     files, 256, 128, 20, context))
     """
+    def untuned_dataset(context):
+        return without_autotuning(dataset_fn(context))
+
     if isinstance(strategy, tf.distribute.OneDeviceStrategy):
-        return iter(dataset_fn(tf.distribute.InputContext()))
-    return iter(strategy.distribute_datasets_from_function(dataset_fn))
+        return iter(untuned_dataset(tf.distribute.InputContext()))
+    return iter(strategy.distribute_datasets_from_function(untuned_dataset))
 
 
 def is_chief(strategy):

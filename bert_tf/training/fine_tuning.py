@@ -30,6 +30,7 @@ import numpy as np
 import tensorflow as tf
 
 from bert_tf.checkpoints import checkpoint_manager, training_checkpoint
+from bert_tf.data.without_autotuning import without_autotuning
 from bert_tf.models.batch_halves import in_batch_halves
 from bert_tf.thread_pools import ops_side_by_side_on_cores
 from bert_tf.training.optimizers import create_optimizer
@@ -47,22 +48,6 @@ def fine_tuning_optimizer(model, learning_rate, num_train_steps, warmup_proporti
                                      int(warmup_proportion * num_train_steps))
     return create_optimizer("adamw", schedule, model.trainable_variables, weight_decay_rate,
                             clip_norm, summed_by_train_step=False)
-
-
-def _without_autotuning(dataset):
-    """`dataset` without tf.data's autotuning thread, whose pipeline parameters (parallel calls,
-    prefetch buffers) then take their defaults.
-
-    Deleting an iterator of an autotuned dataset (when `fit` returns, when a `for` loop over
-    the dataset ends) waits for that thread, which sleeps up to a minute between tunings (TF
-    2.21; a stack sample of the waiting process shows it in `fit`'s return). Measured with
-    `tools/run_classifier.py` (SST-2, MiniLM, 4,000 examples, 2-vCPU AMD EPYC): `fit`
-    returned 0-15 s after its final checkpoint and the 5-s dev prediction took 5-10 s; without
-    autotuning 0.1 s and 5 s, at the same step time (the input is not the bottleneck).
-    """
-    options = tf.data.Options()
-    options.autotune.enabled = False
-    return dataset.with_options(options)
 
 
 class _SaveEverySteps(keras.callbacks.Callback):
@@ -181,7 +166,7 @@ class FineTuner:
         # The batches end there too: with several steps per host call, Keras' last call stops
         # at the end of the data, not at the next multiple of `steps_per_execution`.
         steps = self.num_train_steps - start_step
-        return self.model.fit(_without_autotuning(dataset_fn(start_step).take(steps)), epochs=1,
+        return self.model.fit(without_autotuning(dataset_fn(start_step).take(steps)), epochs=1,
                               steps_per_epoch=steps,
                               callbacks=callbacks,
                               shuffle=False,  # the dataset is shuffled (and resumable) already
@@ -227,7 +212,7 @@ def predict_padded(model, dataset, max_seq_length, sequence_outputs=(), verbose=
         return model(features, training=False)
 
     batches = []
-    for element in _without_autotuning(dataset):
+    for element in without_autotuning(dataset):
         features = element if isinstance(element, dict) else element[0]
         outputs = {name: np.asarray(value) for name, value in predict_step(features).items()}
         for name in sequence_outputs:

@@ -67,6 +67,11 @@ def test_input_iterator_feeds_strategy_run_with_the_dataset_batches(name):
     # docstring); a mirrored strategy keeps tf.distribute's.
     assert isinstance(iterator, tf.distribute.DistributedIterator) == (name == "mirrored")
     assert contexts == [(1, 0, 1)]
+    # And without tf.data's autotuning, whose iterators' deletion can wait up to a minute
+    # (`without_autotuning`); the datasets are read from the iterators' own attributes.
+    read = ([iterator._dataset] if name == "cpu"
+            else [worker._dataset for worker in iterator._iterators])
+    assert [dataset.options().autotune.enabled for dataset in read] == [False]
 
     @tf.function
     def sums(iterator):
