@@ -21,7 +21,10 @@ def without_autotuning(dataset):
     After a long run that is up to a minute: a pre-training phase once ended 61 s after its
     last evaluation instead of 1-2 s; `tools/run_classifier.py`'s `fit` returned 0-15 s after
     its final checkpoint (SST-2, MiniLM, 4,000 examples, 2-vCPU AMD EPYC), 0.1 s without
-    autotuning, at the same step time: the input is not what bounds the steps.
+    autotuning, at the same step time. The defaults cost nothing measurable: pre-training's
+    pipelines read alone (2-vCPU Intel Xeon, three turns each) gave 885-1051 batches/s either
+    way from records (128 x 32) and 41-47 untuned against 36-40 autotuned from text with
+    dynamic masking (32 x 128), against ~3 training steps/s of bert_mini.
     """
     options = tf.data.Options()
     options.autotune.enabled = False
