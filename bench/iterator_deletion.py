@@ -2,13 +2,16 @@
 (`bert_tf.data.without_autotuning`): each trial reads an `AUTOTUNE` map-and-prefetch pipeline
 for `--read_seconds`, then deletes its iterator. With autotuning, a deletion sometimes waits out
 the rest of the autotuning thread's sleep (a period that doubles after each tuning, up to a
-minute), so a longer read makes the occasional wait longer.
+minute), so a longer read makes the occasional wait longer. The race needs the cores busy, as
+a training step keeps them: `--busy_processes` spin beside the trials (none: an idle machine,
+where the wait was not seen).
 
 Example:
     .venv/bin/python bench/iterator_deletion.py --trials=30 --read_seconds=3
 """
 
 import os
+import subprocess
 import sys
 import time
 
@@ -25,6 +28,7 @@ FLAGS = flags.FLAGS
 flags.DEFINE_integer("trials", 30, "Iterators made, read and deleted per setting.")
 flags.DEFINE_float("read_seconds", 3.0, "How long each iterator is read before its deletion.")
 flags.DEFINE_float("slow_seconds", 0.05, "A deletion taking longer counts as a wait.")
+flags.DEFINE_integer("busy_processes", 2, "Processes spinning on the CPU during the trials.")
 
 
 def pipeline():
@@ -47,6 +51,16 @@ def deletion_seconds(dataset):
 def main(argv):
     del argv
     print(cpu_description())
+    spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"])
+                for _ in range(FLAGS.busy_processes)]
+    try:
+        compare()
+    finally:
+        for spinner in spinners:
+            spinner.kill()
+
+
+def compare():
     for name, make in (("autotuned", pipeline), ("without_autotuning",
                                                  lambda: without_autotuning(pipeline()))):
         seconds = sorted(deletion_seconds(make()) for _ in range(FLAGS.trials))

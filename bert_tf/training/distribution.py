@@ -117,10 +117,10 @@ def explain_tpu_error(tpu, error):
     if unregistered:
         return TpuUnavailableError(
             f"The TensorFlow running the TPU ({where}) does not know the op "
-            f"{unregistered.group(1) or unregistered.group(2)}: it is another version than this machine's "
-            f"{tf.__version__}, or has no tensorflow-text. Fix: on a TPU VM, tensorflow-tpu "
-            f"{tf.__version__} (README.md, section TPU); on a TPU node, runtime version "
-            f"tpu-vm-tf-{tf.__version__} and --input_file records instead of raw text.")
+            f"{unregistered.group(1) or unregistered.group(2)}: it is another version than "
+            f"this machine's {tf.__version__}, or has no tensorflow-text. Fix: on a TPU VM, "
+            f"tensorflow-tpu {tf.__version__} (README.md, section TPU); on a TPU node, runtime "
+            f"version tpu-vm-tf-{tf.__version__} and --input_file records instead of raw text.")
     if "No OpKernel was registered to support Op 'ConfigureDistributedTPU'" in detail:
         return TpuUnavailableError(
             f"No TPU behind {where}: the TensorFlow that should drive it has no TPU kernels. "
