@@ -169,8 +169,9 @@ def input_iterator(strategy, dataset_fn):
     wake-up (TF 2.21; the thread sleeps up to a minute between tunings): a 100-step
     `run_pretraining` ended 35 s after its last evaluation that way, 1.2 s reading directly
     (2 vCPU AMD EPYC). A one-device step needs nothing from the wrapper. Either way the
-    dataset runs `without_autotuning`, whose iterators' deletion never waits (with autotuning
-    it sometimes does, for up to a minute).
+    dataset runs `without_autotuning`: with autotuning, deleting its iterator sometimes waits
+    for up to a minute. (The `MultiDeviceIterator`'s per-device datasets keep TensorFlow's
+    options, autotuning included: a multi-replica run may still wait at its end.)
 
     Example:
         >>> iterator = input_iterator(strategy, lambda context: training_dataset(
