@@ -17,7 +17,8 @@ def without_autotuning(dataset):
     between tunings for a period that doubles up to a minute, and TensorFlow (2.21) wakes it
     before marking the iterator cancelled, so a thread that wakes first sleeps again for the
     rest of its period. An iterator read for 3 s then deleted, 30 times (2-vCPU Intel Xeon,
-    its cores busy: `bench/iterator_deletion.py`): 3-9 deletions took 2.1 s, the others 0.01 s; without autotuning all 30 took 0.01-0.02 s.
+    its cores busy: `bench/iterator_deletion.py`): 3-9 deletions took 2.1 s, the others 0.01
+    s; without autotuning all 30 took 0.01-0.02 s.
     After a long run that is up to a minute: a pre-training phase once ended 61 s after its
     last evaluation instead of 1-2 s; `tools/run_classifier.py`'s `fit` returned 0-15 s after
     its final checkpoint (SST-2, MiniLM, 4,000 examples, 2-vCPU AMD EPYC), 0.1 s without
