@@ -20,6 +20,7 @@ Example (the end of bert_tf/cli/serve.py):
 
 import logging
 import os
+import re
 import sys
 import traceback
 import warnings
@@ -32,6 +33,20 @@ FLAGS = flags.FLAGS
 # Errors about the user's input, files or environment: their message says it all. Anything
 # else (KeyError, TypeError, ...) is a bug and keeps its type name.
 _USER_ERRORS = (ValueError, OSError, RuntimeError)
+# TensorFlow's errors that its file systems and record and checkpoint readers raise about the
+# user's files: missing, existing, forbidden, corrupted ("x; No such file or directory").
+_TF_FILE_ERRORS = ("NotFoundError", "AlreadyExistsError", "PermissionDeniedError", "DataLossError")
+# These two are about the user's paths when TensorFlow's file API raises them ("x; Is a
+# directory", "x is not a directory"), but in graph execution they mostly report a program's
+# mistake (a shape that does not fit, an uninitialised table or variable): a bug, whose type and
+# traceback must stay.
+_TF_FILE_API_ERRORS = ("FailedPreconditionError", "InvalidArgumentError")
+_TF_FILE_API = os.path.join("tensorflow", "python", "lib", "io", "")  # tf.io.gfile, TFRecordWriter
+# The op's context around a TensorFlow error's message: "{{function_node ...}} " before it, the
+# graph's "Graph execution error: Detected at node ... defined at: File ..." stack before it and
+# " [[{{node ...}}]] [Op:...]" after it.
+_TF_OP_CONTEXT = re.compile(r"^(?:Graph execution error:.*\n\n|\{\{function_node [^}]*\}\}\s*)"
+                            r"|\s*\[\[\{\{node .*$|\s*\[Op:.*$", re.DOTALL)
 
 
 def error_line(tool, error, traceback_hint=True):
@@ -44,12 +59,30 @@ def error_line(tool, error, traceback_hint=True):
     """
     # tf.errors.OpError keeps the bare message apart from the op's context.
     message = getattr(error, "message", None)
-    message = " ".join((message if isinstance(message, str) else str(error)).split())
-    if isinstance(error, _USER_ERRORS) and message:
+    message = message if isinstance(message, str) else str(error)
+    user_error = _is_user_error(error)
+    if user_error and hasattr(error, "op"):  # a tf.errors.OpError
+        message = _TF_OP_CONTEXT.sub("", message)
+    message = " ".join(message.split())
+    if user_error and message:
         return f"{tool}: error: {message}"
     detail = f"{type(error).__name__}: {message}" if message else type(error).__name__
     hint = " (--verbosity=1 prints the traceback)" if traceback_hint else ""
     return f"{tool}: error: {detail}{hint}"
+
+
+def _is_user_error(error):
+    """Whether `error` is about the user's input, files or environment (see _USER_ERRORS)."""
+    if isinstance(error, _USER_ERRORS):
+        return True
+    errors = getattr(sys.modules.get("tensorflow"), "errors", None)  # loaded if it raised this
+    if errors is None or not isinstance(error, errors.OpError):
+        return False
+    if isinstance(error, tuple(getattr(errors, name) for name in _TF_FILE_ERRORS)):
+        return True
+    frames = traceback.extract_tb(error.__traceback__)
+    return (isinstance(error, tuple(getattr(errors, name) for name in _TF_FILE_API_ERRORS))
+            and bool(frames) and _TF_FILE_API in frames[-1].filename)
 
 
 def _register_key_flags():

@@ -5,6 +5,7 @@ level set before TensorFlow loads."""
 
 import ast
 import os
+import re
 import subprocess
 import sys
 
@@ -109,11 +110,42 @@ def test_error_lines():
         "run_ner: error: AssertionError (--verbosity=1 prints the traceback)")
     # Several lines become one.
     assert error_line("x", ValueError("a.tsv: bad\n  line 3\n")) == "x: error: a.tsv: bad line 3"
-    # TensorFlow's errors: their message, without the op's context.
+    # TensorFlow's errors about files: their message, without the op's context.
     error = tf.errors.DataLossError(None, None, "corrupted record at 12")
-    assert error_line("run_pretraining", error) == (
-        "run_pretraining: error: DataLossError: corrupted record at 12 (--verbosity=1 prints "
-        "the traceback)")
+    assert error_line("run_pretraining", error) == "run_pretraining: error: corrupted record at 12"
+
+
+def raised(function):
+    try:
+        function()
+    except tf.errors.OpError as error:
+        return error
+    raise AssertionError("no tf.errors.OpError")
+
+
+def test_tensorflows_errors_about_files_are_the_users_and_others_are_bugs(tmp_path):
+    (tmp_path / "afile").write_text("not a directory, not records")
+    afile = str(tmp_path / "afile")
+    # Raised by TensorFlow's file API: its message alone (it was "FailedPreconditionError:
+    # ... (--verbosity=1 prints the traceback)").
+    assert error_line("x", raised(lambda: tf.io.gfile.makedirs(afile))) == (
+        f"x: error: {afile} is not a directory")
+    assert error_line("x", raised(lambda: tf.io.TFRecordWriter(str(tmp_path)))) == (
+        f"x: error: {tmp_path}; Is a directory")
+    # A file's error in graph execution: without the graph's stack and node names.
+    read = tf.function(lambda iterator: next(iterator))
+    assert error_line("x", raised(lambda: read(iter(tf.data.TFRecordDataset(afile))))) == (
+        "x: error: corrupted record at 0 (Is this even a TFRecord file?)")
+    # The same classes from ops are a program's mistake: their type, the context and the hint.
+    gather = tf.function(lambda index: tf.gather(tf.zeros([3]), index))
+    line = error_line("x", raised(lambda: gather(tf.constant(5))))
+    assert re.fullmatch(r"x: error: InvalidArgumentError: \{\{function_node (__inference_\S+)\}\} "
+                        r"indices = 5 is not in \[0, 3\) \[\[\{\{node GatherV2\}\}\]\] "
+                        r"\[Op:\1\] \(--verbosity=1 prints the traceback\)", line), line
+    error = tf.errors.FailedPreconditionError(None, None, "Table not initialized.")
+    assert error_line("x", error) == (
+        "x: error: FailedPreconditionError: Table not initialized. (--verbosity=1 prints the "
+        "traceback)")
 
 
 @pytest.mark.parametrize("user_setting", [None, "0"])
