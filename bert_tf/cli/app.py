@@ -106,12 +106,18 @@ class _OwnRecordsBelowError(logging.Filter):
 
 def _quiet_libraries():
     """Keeps the libraries' warnings and log lines off a tool's console: Python warnings
-    (Keras' "renamed to unknown_..." and the like), and absl log records below ERROR that do
-    not come from this package (TensorFlow's "Sharding callback duration: 33 microseconds" at
-    every checkpoint). They speak of the libraries' internals, not of the user's job;
-    --verbosity=1 shows them."""
+    (Keras' "renamed to unknown_..." and the like), and log records below ERROR that do not
+    come from this package (TensorFlow's "Sharding callback duration: 33 microseconds" at
+    every checkpoint, "Using MirroredStrategy with devices ..."). They speak of the libraries'
+    internals, not of the user's job; --verbosity=1 shows them.
+
+    The filter goes on absl's handler and on the handlers of TensorFlow's Python logger: a
+    TensorFlow first imported before absl set up logging gave that logger a handler of its own
+    ("INFO:tensorflow:Assets written to: ..."); later, seeing absl's, it adds none."""
     warnings.simplefilter("ignore")
-    absl_logging.get_absl_handler().addFilter(_OwnRecordsBelowError())
+    only_own_records = _OwnRecordsBelowError()
+    for handler in [absl_logging.get_absl_handler(), *logging.getLogger("tensorflow").handlers]:
+        handler.addFilter(only_own_records)
 
 
 def run_tool(main, define_flags):

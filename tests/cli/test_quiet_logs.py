@@ -4,6 +4,7 @@ lines and library warnings are off (`bert_tf.cli.quiet_tensorflow`, `app.run_too
 the test's environment."""
 
 import importlib.util
+import json
 import os
 import re
 import subprocess
@@ -14,6 +15,8 @@ import pytest
 
 from bert_tf.cli import quiet_tensorflow
 from tests.cli.user_runs import run_as_user
+from tests.data.pretraining.toy_corpus import VOCAB, numbered_documents, write_corpus, write_vocab
+from tests.tools.test_run_pretraining import CONFIG
 from tests.resources import REPO_ROOT
 
 # What TensorFlow 2.21 printed at every tool's start on a CPU-only machine (and printed again
@@ -139,3 +142,24 @@ def test_an_export_says_its_stages_and_nothing_else(tmp_path):
                              f"SavedModel under {tmp_path}/preprocess\n")
     assert re.fullmatch(f"Exported preprocess to {tmp_path}/preprocess/1 in \\d+s\n",
                         result.stdout)
+
+
+def test_run_pretraining_with_its_default_strategy_prints_no_tensorflow_log_line(tmp_path):
+    # TensorFlow, imported before absl set up logging, gave its Python logger a handler of its
+    # own: "INFO:tensorflow:Using MirroredStrategy with devices (...)" at every such run and
+    # "INFO:tensorflow:Assets written to: .../export/.2-incomplete-.../assets" at the export.
+    vocab = write_vocab(tmp_path)
+    write_corpus(tmp_path / "corpus.txt", numbered_documents([5] * 4, 4))
+    config = tmp_path / "bert_config.json"
+    config.write_text(json.dumps({**CONFIG, "vocab_size": len(VOCAB)}))
+    result = run_as_user(
+        "run_pretraining.py", f"--bert_config_file={config}",
+        f"--input_text_file={tmp_path}/corpus.txt", f"--vocab_file={vocab}",
+        f"--output_dir={tmp_path}/out", "--max_seq_length=16", "--max_predictions_per_seq=3",
+        "--train_batch_size=4", "--num_train_steps=2", "--nojit_compile",
+        f"--export_dir={tmp_path}/out/export")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "(--strategy=mirrored)" in result.stderr  # the default, which logged the first line
+    assert f"Exported the encoder (with its masked-LM head) to {tmp_path}/out/export/2" in (
+        result.stderr)
+    assert "INFO:tensorflow" not in result.stderr
