@@ -13,9 +13,10 @@ Example:
         --output_dir=/tmp/bert_base
 """
 
-from absl import flags
+from absl import app, flags
 
 from bert_tf.cli.app import run_tool
+from bert_tf.cli.path_checks import output_dir_problem
 
 FLAGS = flags.FLAGS
 
@@ -32,6 +33,8 @@ def define_flags():
 def main():
     from bert_tf.checkpoints import convert_checkpoint
 
+    if problem := output_dir_problem("output_dir", FLAGS.output_dir):
+        raise app.UsageError(problem)
     result = convert_checkpoint(FLAGS.checkpoint, FLAGS.output_dir, FLAGS.bert_config_file)
     c = result.config
     print(f"Converted {result.format} checkpoint {result.source}")

@@ -20,6 +20,7 @@ import os
 from absl import app, flags
 
 from bert_tf.cli.checkpoint_flags import define_checkpoint_flags
+from bert_tf.cli.path_checks import input_file_problem, output_dir_problem
 from bert_tf.cli.thread_pool_flags import define_thread_pool_flags, size_thread_pools_from_flags
 from bert_tf.training.mixed_precision import MIXED_PRECISION
 
@@ -95,6 +96,8 @@ def check_flags(data_flags, data_files=None, tool_problems=()):
         problems.append("nothing to do: give --do_train, --do_eval and/or --do_predict")
     if not FLAGS.output_dir:
         problems.append("--output_dir is required")
+    elif problem := output_dir_problem("output_dir", FLAGS.output_dir):
+        problems.append(problem)
     if not (FLAGS.init_checkpoint or FLAGS.bert_config_file):
         problems.append("--init_checkpoint (pre-trained weights) or at least --bert_config_file "
                         "is required")
@@ -139,8 +142,8 @@ def fine_tune_on_data_dir(fine_tune, files=True):
 def vocab_file_from_flags():
     """--vocab_file, or the vocab.txt beside --init_checkpoint."""
     if FLAGS.vocab_file:
-        if not os.path.isfile(FLAGS.vocab_file):
-            raise app.UsageError(f"--vocab_file {FLAGS.vocab_file} does not exist")
+        if problem := input_file_problem("vocab_file", FLAGS.vocab_file):
+            raise app.UsageError(problem)
         return FLAGS.vocab_file
     from bert_tf.checkpoints import vocab_beside_checkpoint
     return vocab_beside_checkpoint(FLAGS.init_checkpoint)

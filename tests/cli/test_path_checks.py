@@ -1,0 +1,59 @@
+"""The checks of the paths that flags name (`bert_tf.cli.path_checks`), and the tools that
+refuse a file given for a directory, or a directory for a file, in those words."""
+
+from bert_tf.cli.path_checks import input_file_problem, output_dir_problem
+from tests.resources import REPO_ROOT
+from tests.tools.tool_runs import run_tool
+
+TINY_CONFIG = f"{REPO_ROOT}/official_configs/bert_tiny.json"
+
+
+def test_an_output_dir_must_not_be_or_lie_under_a_file(tmp_path):
+    (tmp_path / "notes.txt").write_text("kept")
+    (tmp_path / "runs").mkdir()
+    assert output_dir_problem("output_dir", f"{tmp_path}/notes.txt") == (
+        f"--output_dir {tmp_path}/notes.txt is a file, not a directory")
+    assert output_dir_problem("output_dir", f"{tmp_path}/notes.txt/a/b") == (
+        f"--output_dir {tmp_path}/notes.txt/a/b: {tmp_path}/notes.txt is a file, not a directory")
+    for fine in (f"{tmp_path}/runs", f"{tmp_path}/runs/new/deeper", "relative/new", "new",
+                 "gs://bucket/run"):
+        assert output_dir_problem("output_dir", fine) is None, fine
+
+
+def test_an_input_file_must_be_an_existing_file(tmp_path):
+    (tmp_path / "vocab.txt").write_text("[PAD]\n")
+    assert input_file_problem("vocab_file", str(tmp_path)) == (
+        f"--vocab_file {tmp_path} is a directory, not a file")
+    assert input_file_problem("vocab_file", f"{tmp_path}/none.txt") == (
+        f"--vocab_file {tmp_path}/none.txt does not exist")
+    assert input_file_problem("vocab_file", f"{tmp_path}/vocab.txt") is None
+
+
+def last_lines(result):
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    return result.stderr.strip().splitlines()[-2:]
+
+
+def test_fine_tuning_refuses_a_file_as_output_dir_and_a_directory_as_vocab_file(tmp_path):
+    (tmp_path / "train.tsv").write_text("sentence\tlabel\na fine film\t1\n")
+    (tmp_path / "notes.txt").write_text("kept")
+    flags = ["--task_name=SST-2", f"--data_dir={tmp_path}", "--do_train",
+             f"--bert_config_file={TINY_CONFIG}", f"--vocab_file={tmp_path}"]
+    result = run_tool("run_classifier.py", *flags, f"--output_dir={tmp_path}/notes.txt")
+    assert last_lines(result)[0] == (
+        f"run_classifier: error: --output_dir {tmp_path}/notes.txt is a file, not a directory")
+    result = run_tool("run_classifier.py", *flags, f"--output_dir={tmp_path}/out")
+    assert last_lines(result)[0] == (
+        f"run_classifier: error: --vocab_file {tmp_path} is a directory, not a file")
+    assert (tmp_path / "notes.txt").read_text() == "kept"
+
+
+def test_convert_checkpoint_refuses_a_file_as_output_dir(tmp_path):
+    (tmp_path / "notes.txt").write_text("kept")
+    result = run_tool("convert_checkpoint.py", f"--checkpoint={tmp_path}/model",
+                      f"--output_dir={tmp_path}/notes.txt")
+    assert last_lines(result) == [
+        f"convert_checkpoint: error: --output_dir {tmp_path}/notes.txt is a file, not a directory",
+        "Pass --helpshort or --helpfull to see help on flags."]
+    assert (tmp_path / "notes.txt").read_text() == "kept"
