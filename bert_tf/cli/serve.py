@@ -32,9 +32,10 @@ def define_flags():
                         "path's directory name.")
     flags.DEFINE_string("host", "127.0.0.1", "Address to bind both ports to; 0.0.0.0 exposes the "
                         "server to the network.")
-    flags.DEFINE_integer("port", 8500, "gRPC port (0 picks a free one).")
+    flags.DEFINE_integer("port", 8500, "gRPC port (0 picks a free one).", lower_bound=0,
+                         upper_bound=65535)
     flags.DEFINE_integer("rest_api_port", 8501, "REST port; 0 turns the REST API off, as in "
-                         "tensorflow_model_server.")
+                         "tensorflow_model_server.", lower_bound=0, upper_bound=65535)
     flags.DEFINE_integer("max_batch_size", 32, "Most rows one model call runs; a request with more "
                          "rows is refused.", lower_bound=1)
     flags.DEFINE_integer("batch_timeout_micros", 2000, "Longest a request waits for others to "

@@ -5,12 +5,15 @@ makes each process slow to start, so the in-process tests cover the option varia
 import http.client
 import json
 import signal
+import subprocess
+import sys
 
 import grpc
+import pytest
 import tensorflow as tf
 from tensorflow_serving.apis import predict_pb2, prediction_service_pb2_grpc
 
-from tests.serving.serve_process import free_port
+from tests.serving.serve_process import SERVE, free_port
 
 
 def test_serves_grpc_and_rest_then_stops_on_sigterm(serve_process, toy_base_path):
@@ -42,3 +45,16 @@ def test_serves_grpc_and_rest_then_stops_on_sigterm(serve_process, toy_base_path
     process.process.send_signal(signal.SIGTERM)
     code, output = process.finish()
     assert code == 0, output
+
+
+@pytest.mark.parametrize("flag", ["--port=70000", "--port=-5", "--rest_api_port=99999"])
+def test_a_port_out_of_range_is_refused(flag, toy_base_path):
+    # gRPC took --port=70000 as 4464 and --port=-5 as 65531; the REST server raised
+    # "OverflowError: bind(): port must be 0-65535." as a bug.
+    result = subprocess.run([sys.executable, SERVE, f"--model_base_path={toy_base_path}", flag],
+                            capture_output=True, text=True, timeout=120)
+    name, value = flag[2:].split("=")
+    assert result.returncode == 1
+    assert result.stderr.splitlines()[0] == (
+        f"FATAL Flags parsing error: flag --{name}={value}: {value} is not an integer in the "
+        f"range [0, 65535]")
