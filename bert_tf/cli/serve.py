@@ -4,7 +4,8 @@ Clients written for `tensorflow_model_server` work unchanged: gRPC `PredictionSe
 (Predict, Classify, Regress, GetModelMetadata) and `ModelService.GetModelStatus` on --port, REST
 `/v1/models/<name>[/versions/<v>][:predict|:classify|:regress|/metadata]` on --rest_api_port.
 Serves the newest version under --model_base_path (`<base>/<version>/saved_model.pb`) and picks
-up new versions without a restart. Flags are tensorflow_model_server's where it has them.
+up new versions without a restart (a base path with none yet gets a warning, and is served
+once one appears). Flags are tensorflow_model_server's where it has them.
 Requests beyond the workers and --max_queued_requests, or beyond --max_inflight_request_bytes
 of request data in progress, are refused at once (RESOURCE_EXHAUSTED, HTTP 503).
 

@@ -28,7 +28,7 @@ from tensorflow_serving.apis import get_model_status_pb2
 
 from bert_tf.serving.errors import ServingError
 from bert_tf.serving.servable import Servable
-from bert_tf_hub_names import saved_model_versions
+from bert_tf_hub_names import SAVED_MODEL_FILE, saved_model_versions, version_numbers
 
 _State = get_model_status_pb2.ModelVersionStatus.State
 
@@ -53,7 +53,11 @@ class ModelManager:
 
     def start(self):
         """Loads the newest version now, then polls for new ones in the background (never when
-        `file_system_poll_wait_seconds` is 0, as in TF Serving)."""
+        `file_system_poll_wait_seconds` is 0, as in TF Serving). With no version on disk yet it
+        warns and waits for one, as TF Serving does, unless none can come: when nothing polls,
+        or when the base path is a version directory itself (FileNotFoundError)."""
+        if not self._versions_on_disk():
+            self._no_version_yet()
         self.poll_once()
         if self._poll_wait > 0:
             self._poller = threading.Thread(target=self._poll, name="version-poller", daemon=True)
@@ -159,6 +163,22 @@ class ModelManager:
             return {}
         return {version: os.path.join(self.model_base_path, str(version))
                 for version in versions}
+
+    def _no_version_yet(self):
+        base = self.model_base_path
+        if (os.path.isfile(os.path.join(base, SAVED_MODEL_FILE))
+                and version_numbers([os.path.basename(base)])):
+            raise FileNotFoundError(f"--model_base_path {base} is a version directory (it holds "
+                                    f"{SAVED_MODEL_FILE}): pass its parent, "
+                                    f"{os.path.dirname(base)}")
+        problem = (f"--model_base_path {base} holds no version: expected "
+                   f"{os.path.join(base, '<version>', SAVED_MODEL_FILE)}, <version> a "
+                   f"positive integer")
+        if self._poll_wait == 0:
+            raise FileNotFoundError(f"{problem} (--file_system_poll_wait_seconds=0 looks only "
+                                    f"once)")
+        logging.warning("%s; model '%s' is served once one appears (looking every %g s)",
+                        problem, self.model_name, self._poll_wait)
 
     def _retire(self, servable):
         self._set_state(servable.version, _State.UNLOADING)

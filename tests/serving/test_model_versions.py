@@ -148,8 +148,14 @@ def test_a_broken_version_is_reported_and_the_previous_one_keeps_serving(
 
 
 def test_a_server_started_before_any_version_serves_the_first_one_published(
-        staged_versions, empty_base_path, start_server):
+        staged_versions, empty_base_path, start_server, caplog):
     prediction_stub, model_stub = start_server(empty_base_path)
+    # It used to say nothing: requests then got "Could not find any versions of model toy".
+    assert [(record.levelname, record.getMessage()) for record in caplog.records
+            if record.module == "model_manager"] == [(
+        "WARNING", f"--model_base_path {empty_base_path} holds no version: expected "
+                   f"{empty_base_path}/<version>/saved_model.pb, <version> a positive integer; "
+                   f"model 'toy' is served once one appears (looking every 0.1 s)")]
     with pytest.raises(grpc.RpcError) as raised:
         served_version(prediction_stub)
     assert raised.value.code() == grpc.StatusCode.NOT_FOUND
@@ -165,3 +171,21 @@ def version_states_or_none(model_stub):
         return version_states(model_stub)
     except grpc.RpcError:
         return None
+
+
+def test_a_base_path_where_no_version_can_come_is_refused(toy_base_path, empty_base_path):
+    version_directory = os.path.join(toy_base_path, "1")
+    with pytest.raises(FileNotFoundError) as raised:
+        ModelServer(ServerOptions(model_base_path=version_directory, port=0,
+                                  rest_api_port=None)).start()
+    assert str(raised.value) == (
+        f"--model_base_path {version_directory} is a version directory (it holds "
+        f"saved_model.pb): pass its parent, {toy_base_path}")
+    # Without polling, an empty base path would stay empty.
+    with pytest.raises(FileNotFoundError) as raised:
+        ModelServer(ServerOptions(model_base_path=empty_base_path, port=0, rest_api_port=None,
+                                  file_system_poll_wait_seconds=0)).start()
+    assert str(raised.value) == (
+        f"--model_base_path {empty_base_path} holds no version: expected "
+        f"{empty_base_path}/<version>/saved_model.pb, <version> a positive integer "
+        f"(--file_system_poll_wait_seconds=0 looks only once)")
