@@ -11,7 +11,9 @@ Example:
 
 import concurrent.futures
 import dataclasses
+import errno
 import os
+import socket
 import threading
 
 import grpc
@@ -99,8 +101,11 @@ class ModelServer:
 
     def start(self):
         """Loads the newest version, then opens the ports (as TF Serving, clients never see a
-        server that has not tried its first load). Raises RuntimeError/OSError when a port
-        cannot be bound, having stopped whatever had started."""
+        server that has not tried its first load). A port already in use is refused first
+        (OSError), before any load; one that still cannot be bound raises RuntimeError/OSError,
+        having stopped whatever had started."""
+        _refuse_ports_in_use(self.options.host, {"port": self.options.port,
+                                                 "rest_api_port": self.options.rest_api_port})
         self.manager.start()
         try:
             self._start_grpc()
@@ -146,6 +151,35 @@ class ModelServer:
         if self._grpc_server is not None:
             self._grpc_server.stop(grace_seconds).wait()
         self.manager.stop()
+
+
+def _refuse_ports_in_use(host, ports):
+    """Raises OSError naming the option (`ports`: option name -> port; 0 and None are not
+    checked) whose port on `host` another process listens on, or `host` if it does not
+    resolve. gRPC would only say "Failed to bind" after printing a line of its own, and the REST
+    server "[Errno 98] Address already in use" without the port."""
+    for name, port in ports.items():
+        if not port:
+            continue
+        try:
+            addresses = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM,
+                                           flags=socket.AI_PASSIVE)
+        except socket.gaierror as error:
+            raise OSError(f"--host {host}: {error.strerror}") from None
+        for family, kind, protocol, _, address in addresses:
+            with socket.socket(family, kind, protocol) as probe:
+                # As both servers bind: a port left in TIME_WAIT by a server that stopped is
+                # free to them.
+                probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                try:
+                    probe.bind(address)
+                except OSError as error:
+                    # Anything but "in use" (an address of the host that cannot be bound here,
+                    # say) is left to the server's own bind.
+                    if error.errno == errno.EADDRINUSE:
+                        raise OSError(f"--{name} {port}: {_host(host)}:{port} is already in "
+                                      f"use (another process listens there); stop it or pick "
+                                      f"another port") from None
 
 
 def _host(host):

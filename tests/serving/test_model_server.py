@@ -7,7 +7,7 @@ import pytest
 import tensorflow as tf
 from tensorflow_serving.apis import get_model_status_pb2, model_service_pb2_grpc
 
-from bert_tf.serving import ModelServer, ServerOptions
+from bert_tf.serving import ModelServer, ServerOptions, ServingError, model_server
 
 
 def test_model_name_defaults_to_the_base_path_directory_name(toy_base_path):
@@ -40,7 +40,26 @@ def test_rest_off_serves_grpc_only(toy_base_path):
         server.stop()
 
 
-def test_a_port_in_use_fails_start_and_releases_everything(server, toy_base_path):
+@pytest.mark.parametrize("name", ["port", "rest_api_port"])
+def test_a_port_in_use_is_refused_before_anything_loads(server, toy_base_path, name):
+    taken = getattr(server, name)
+    ports = {"port": 0, "rest_api_port": None, name: taken}
+    second = ModelServer(ServerOptions(model_base_path=toy_base_path, **ports,
+                                       file_system_poll_wait_seconds=0))
+    # It was gRPC's "Failed to bind to address ..." (after a C++ error line of its own) or
+    # "[Errno 98] Address already in use".
+    with pytest.raises(OSError) as raised:
+        second.start()
+    assert str(raised.value) == (f"--{name} {taken}: 127.0.0.1:{taken} is already in use "
+                                 f"(another process listens there); stop it or pick another "
+                                 f"port")
+    with pytest.raises(ServingError, match="Could not find any versions of model toy"):
+        second.manager.status("toy")  # no version was ever loaded
+
+
+def test_a_port_taken_after_the_check_fails_start_and_releases_everything(
+        server, toy_base_path, monkeypatch):
+    monkeypatch.setattr(model_server, "_refuse_ports_in_use", lambda host, ports: None)
     second = ModelServer(ServerOptions(model_base_path=toy_base_path, port=server.port,
                                        rest_api_port=None, file_system_poll_wait_seconds=0))
     with pytest.raises(RuntimeError, match=f"127.0.0.1:{server.port}"):
@@ -48,6 +67,13 @@ def test_a_port_in_use_fails_start_and_releases_everything(server, toy_base_path
     # start() stopped what it had started: the version it loaded is unloaded.
     [status] = second.manager.status("toy").model_version_status
     assert status.state == get_model_status_pb2.ModelVersionStatus.END
+
+
+def test_a_host_that_does_not_resolve_is_named(toy_base_path):
+    server = ModelServer(ServerOptions(model_base_path=toy_base_path, host="no-such-host.invalid",
+                                       rest_api_port=None, file_system_poll_wait_seconds=0))
+    with pytest.raises(OSError, match=r"^--host no-such-host\.invalid: \w"):
+        server.start()
 
 
 def test_thread_pool_sizes_that_cannot_take_effect_are_refused(toy_base_path):
