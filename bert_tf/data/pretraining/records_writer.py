@@ -28,7 +28,8 @@ import time
 import tensorflow as tf
 
 from bert_tf.data.pretraining.masking import MaskedLmVocab
-from bert_tf.data.pretraining.corpus import CorpusStatistics, input_bytes, read_document_chunks
+from bert_tf.data.pretraining.corpus import (CorpusStatistics, file_names, input_bytes,
+                                             read_document_chunks)
 from bert_tf.data.pretraining.instances import PretrainingInstanceBuilder
 from bert_tf.text.bert_tokenizer import BertTokenizer
 from bert_tf.text.vocab import load_vocab
@@ -118,9 +119,7 @@ def write_pretraining_data(input_files, output_files, vocab_file, do_lower_case,
         # Empty record files would only fail later, in run_pretraining, far from the cause.
         for path in output_files:
             tf.io.gfile.remove(path)
-        shown = ", ".join(input_files[:3]) + (f" and {len(input_files) - 3} more files"
-                                              if len(input_files) > 3 else "")
-        raise ValueError(f"{shown or 'the input'}: no text to make pre-training instances from "
+        raise ValueError(f"{file_names(input_files) or 'the input'}: no text to make pre-training instances from "
                          f"({statistics.lines:,} lines, {statistics.bytes:,} bytes, "
                          f"{statistics.documents:,} documents with tokens); nothing written")
     return statistics
