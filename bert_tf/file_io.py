@@ -17,6 +17,25 @@ def is_remote(path):
     return "://" in os.fspath(path)
 
 
+def file_keys(path):
+    """Keys of the file `path`, however the path is written: its absolute form without `..`
+    or symbolic links and, if it exists locally, its device and inode (hard links); a remote
+    path is its own key. Paths that share a key name one file: writing the one destroys the
+    other.
+
+    Example:
+        >>> bool(file_keys("corpus.txt") & file_keys("./data/../corpus.txt"))
+        True
+    """
+    if is_remote(path):
+        return {os.fspath(path)}
+    try:
+        status = os.stat(path)
+    except OSError:  # not there (yet)
+        return {os.path.realpath(path)}
+    return {os.path.realpath(path), (status.st_dev, status.st_ino)}
+
+
 def open_file(path, mode="r"):
     """`path` opened in `mode` ("r", "w", "rb", "wb"; text is UTF-8); "w" replaces the file."""
     if is_remote(path):
