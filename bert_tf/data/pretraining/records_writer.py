@@ -32,7 +32,7 @@ from bert_tf.data.pretraining.masking import MaskedLmVocab
 from bert_tf.data.pretraining.corpus import (CorpusStatistics, file_names, input_bytes,
                                              read_document_chunks)
 from bert_tf.data.pretraining.instances import PretrainingInstanceBuilder
-from bert_tf.file_io import file_keys
+from bert_tf.file_io import output_file_problems
 from bert_tf.text.bert_tokenizer import BertTokenizer
 from bert_tf.text.vocab import load_vocab
 
@@ -74,7 +74,9 @@ def write_pretraining_data(input_files, output_files, vocab_file, do_lower_case,
             max_predictions_per_seq, masked_lm_prob, short_seq_prob, whole_word_mask,
             dupe_factor).
     """
-    _check_output_files(input_files, output_files)
+    problems = output_file_problems(output_files, input_files)
+    if problems:
+        raise ValueError(f"{'; '.join(problems)}: name other output files")
     num_workers = os.cpu_count() if num_workers is None else num_workers
     # A bad vocabulary or option is reported now, before any process starts.
     PretrainingInstanceBuilder(MaskedLmVocab(load_vocab(vocab_file)), **instance_options)
@@ -129,26 +131,6 @@ def write_pretraining_data(input_files, output_files, vocab_file, do_lower_case,
                              f"{statistics.bytes:,} bytes, {statistics.documents:,} documents "
                              f"with tokens); nothing written")
     return statistics
-
-
-def _check_output_files(input_files, output_files):
-    """Refuses output files that would destroy an input file (also where they are written
-    first) or each other, or that are directories: every such problem in one ValueError."""
-    inputs = set().union(*map(file_keys, input_files))
-    problems, outputs = [], set()
-    for path in output_files:
-        if tf.io.gfile.isdir(path):
-            problems.append(f"output file {path} is a directory")
-        elif file_keys(path) & inputs:
-            problems.append(f"output file {path} is also an input file")
-        elif file_keys(path) & outputs:
-            problems.append(f"output file {path} is named twice")
-        elif file_keys(_temporary(path)) & inputs:
-            problems.append(f"output file {path} is written first to {_temporary(path)}, an "
-                            f"input file")
-        outputs |= file_keys(path)
-    if problems:
-        raise ValueError(f"{'; '.join(problems)}: name other output files")
 
 
 def _temporary(path):
