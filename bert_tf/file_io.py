@@ -17,6 +17,56 @@ def is_remote(path):
     return "://" in os.fspath(path)
 
 
+def file_keys(path):
+    """Keys of the file `path`, however the path is written: its absolute form without `..`
+    or symbolic links and, if it exists locally, its device and inode (hard links); a remote
+    path is its own key. Paths that share a key name one file: writing the one destroys the
+    other.
+
+    Example:
+        >>> bool(file_keys("corpus.txt") & file_keys("./data/../corpus.txt"))
+        True
+    """
+    if is_remote(path):
+        return {os.fspath(path)}
+    try:
+        status = os.stat(path)
+    except OSError:  # not there (yet)
+        return {os.path.realpath(path)}
+    return {os.path.realpath(path), (status.st_dev, status.st_ino)}
+
+
+def output_file_problems(output_files, input_files=()):
+    """What would make writing `output_files` destroy a file or fail, one phrase each: an
+    output file that is one of `input_files`, that is named twice, or that is a directory.
+
+    Example:
+        >>> output_file_problems(["corpus.txt", "./out.txt", "out.txt"], ["corpus.txt"])
+        ['output file corpus.txt is also an input file', 'output file out.txt is named twice']
+    """
+    inputs = set().union(*map(file_keys, input_files))
+    problems, outputs = [], set()
+    for path in output_files:
+        keys = file_keys(path)
+        if is_directory(path):
+            problems.append(f"output file {path} is a directory")
+        elif keys & inputs:
+            problems.append(f"output file {path} is also an input file")
+        elif keys & outputs:
+            problems.append(f"output file {path} is named twice")
+        outputs |= keys
+    return problems
+
+
+def is_directory(path):
+    """Whether `path` is a directory."""
+    if is_remote(path):
+        import tensorflow as tf
+
+        return tf.io.gfile.isdir(path)
+    return os.path.isdir(path)
+
+
 def open_file(path, mode="r"):
     """`path` opened in `mode` ("r", "w", "rb", "wb"; text is UTF-8); "w" replaces the file."""
     if is_remote(path):

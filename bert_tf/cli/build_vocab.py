@@ -13,9 +13,12 @@ Example:
         --vocab_size=30522 --do_lower_case
 """
 
+import os
+
 from absl import flags
 
 from bert_tf.cli.app import run_tool
+from bert_tf.file_io import is_directory, is_remote, output_file_problems
 
 FLAGS = flags.FLAGS
 
@@ -27,13 +30,15 @@ def define_flags():
     flags.DEFINE_bool("do_lower_case", True, "Strip accents and lower-case (uncased BERT); "
                       "--nodo_lower_case for a cased vocabulary.")
     flags.DEFINE_integer("max_unique_chars", 1000, "Most frequent characters kept as tokens; words "
-                         "with rarer characters do not count towards the word pieces.")
+                         "with rarer characters do not count towards the word pieces.",
+                         lower_bound=1)
     flags.mark_flags_as_required(["input_file", "output_file"])
 
 
 def input_paths(patterns):
     """The files named by comma-separated paths/glob patterns; an error names a pattern that
-    matches nothing."""
+    matches nothing, and every path named or matched that is not a readable regular file (a
+    directory would read as empty text)."""
     import tensorflow as tf
 
     paths = []
@@ -42,7 +47,25 @@ def input_paths(patterns):
         if not matches:
             raise FileNotFoundError(f"--input_file: no file matches {pattern!r}")
         paths.extend(matches)
+    problems = list(filter(None, map(_not_a_text_file, paths)))
+    if problems:
+        raise ValueError(f"--input_file: {'; '.join(problems)}")
     return paths
+
+
+def _not_a_text_file(path):
+    """Why `path` cannot be read as a text file, or None if it can."""
+    if is_directory(path):
+        return f"{path} is a directory, not a text file"
+    if is_remote(path):
+        return None
+    if not os.path.isfile(path):
+        return f"{path} is not a regular file"
+    try:
+        open(path, "rb").close()
+    except OSError as error:
+        return f"{path} cannot be read ({error.strerror})"
+    return None
 
 
 def read_lines(paths):
@@ -58,6 +81,9 @@ def main():
     from bert_tf.text.vocab import count_words, learn_vocab, save_vocab
 
     paths = input_paths(FLAGS.input_file)
+    problems = output_file_problems([FLAGS.output_file], paths)
+    if problems:
+        raise ValueError(f"{problems[0]}: name another --output_file")
     counts = count_words(read_lines(paths), lower_case=FLAGS.do_lower_case)
     vocab = learn_vocab(counts, FLAGS.vocab_size, max_unique_chars=FLAGS.max_unique_chars)
     save_vocab(vocab, FLAGS.output_file)

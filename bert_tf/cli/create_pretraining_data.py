@@ -5,7 +5,8 @@ either), streamed and parallel: the input is read in chunks of `--chunk_size_mb`
 documents (random next sentences come from the same chunk), which worker processes
 (`--num_workers`, default one per core) tokenize and turn into instances. Progress goes to
 stderr; lines that are not valid UTF-8 or have no tokens, and empty documents, are skipped and
-counted in the closing report.
+counted in the closing report. Each output file is written as FILE.incomplete and renamed when
+all are complete: a run that fails or is interrupted leaves earlier files as they were.
 
 Input: one sentence per line, a blank line between documents; a file's end ends a document.
 

@@ -58,3 +58,35 @@ def test_too_small_vocab_size_is_named(corpus, tmp_path):
                       "--vocab_size=5")
     assert result.returncode == 1
     assert "vocab_size 5 leaves no room after the 5 reserved tokens" in result.stderr
+
+
+def test_inputs_that_are_not_text_files_are_named(corpus, tmp_path):
+    # A directory read as empty text: alone it was "the input text is empty", beside a file it
+    # was silently counted as a file read.
+    (tmp_path / "texts").mkdir()
+    result = run_tool(TOOL, f"--input_file={tmp_path}/text*,{corpus}/a.txt,/dev/null",
+                      f"--output_file={tmp_path}/vocab.txt")
+    assert result.returncode == 1
+    assert result.stderr.strip() == (
+        f"build_vocab: error: --input_file: {tmp_path}/texts is a directory, not a text file; "
+        f"/dev/null is not a regular file")
+    assert not os.path.exists(tmp_path / "vocab.txt")
+
+
+def test_an_output_file_that_is_an_input_file_is_refused(tmp_path):
+    text = tmp_path / "corpus.txt"
+    text.write_text(CORPUS, encoding="utf-8")
+    result = run_tool(TOOL, f"--input_file={text}", f"--output_file={tmp_path}/./corpus.txt")
+    assert result.returncode == 1
+    assert result.stderr.strip() == (
+        f"build_vocab: error: output file {tmp_path}/./corpus.txt is also an input file: name "
+        f"another --output_file")
+    assert text.read_text(encoding="utf-8") == CORPUS
+
+
+def test_max_unique_chars_must_keep_a_character(corpus, tmp_path):
+    result = run_tool(TOOL, f"--input_file={corpus}/a.txt", f"--output_file={tmp_path}/v.txt",
+                      "--max_unique_chars=0")
+    assert result.returncode == 1
+    assert "flag --max_unique_chars=0: 0 is not a positive integer" in result.stderr
+    assert not os.path.exists(tmp_path / "v.txt")

@@ -46,3 +46,18 @@ def test_a_pattern_matching_no_file_is_named(tmp_path):
         f"create_pretraining_data: error: --input_file: '{tmp_path}/nothing-*.txt' "
         f"matches no file")
     assert not os.path.exists(tmp_path / "out.tfrecord")
+
+
+def test_an_output_file_that_is_an_input_file_is_refused(tmp_path):
+    corpus = write_corpus(tmp_path / "corpus.txt", numbered_documents([3, 1, 6], 4))
+    with open(corpus, "rb") as f:
+        text = f.read()
+    result = run_tool(TOOL, f"--input_file={corpus}", f"--output_file={corpus}",
+                      f"--vocab_file={write_vocab(tmp_path)}", "--num_workers=0")
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines()[-1] == (
+        f"create_pretraining_data: error: output file {corpus} is also an input file: name "
+        f"other output files")
+    with open(corpus, "rb") as f:
+        assert f.read() == text
+    assert sorted(os.listdir(tmp_path)) == ["corpus.txt", "vocab.txt"]

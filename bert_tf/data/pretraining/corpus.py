@@ -100,6 +100,17 @@ def read_document_chunks(files, max_chunk_bytes, statistics, read_lines=None):
         yield chunk
 
 
+def file_names(files, shown=3):
+    """`files` named in a message, the first `shown` of them.
+
+    Example:
+        >>> file_names(["a.txt", "b.txt", "c.txt", "d.txt", "e.txt"])
+        'a.txt, b.txt, c.txt and 2 more files'
+    """
+    more = len(files) - shown
+    return ", ".join(files[:shown]) + (f" and {more} more files" if more > 0 else "")
+
+
 def input_bytes(files):
     """The total size of `files` in bytes (for progress)."""
     return sum(tf.io.gfile.stat(path).length for path in files)

@@ -37,6 +37,7 @@ Example:
 
 import tensorflow as tf
 
+from bert_tf.data.pretraining.corpus import file_names
 from bert_tf.data.pretraining.masking import MASKED_LM_PROB, MaskedLmVocab, mask_batch
 from bert_tf.text.bert_packer import BertPacker
 
@@ -64,6 +65,9 @@ def dynamic_masking_dataset(files, global_batch_size, max_seq_length, max_predic
                             whole_word_mask=False, shuffle_buffer=_SHUFFLE_BUFFER_PAIRS,
                             read_lines=None):
     """An endless stream of per-replica pre-training batches made from text `files`.
+
+    Files from which no example can be made (no line with tokens; with next-sentence
+    prediction, a single document of a single segment) are a ValueError naming them.
 
     Args:
       files: text files, the same sorted list on every worker (`expand_input_files`).
@@ -103,7 +107,6 @@ def dynamic_masking_dataset(files, global_batch_size, max_seq_length, max_predic
     shard_files = len(files) >= num_pipelines
     if shard_files:
         indexed_files = indexed_files.shard(num_pipelines, pipeline_id)
-    indexed_files = indexed_files.shuffle(len(files), seed=seed).repeat()
 
     @_plain
     def units_of_file(file_index, path):
@@ -111,6 +114,12 @@ def dynamic_masking_dataset(files, global_batch_size, max_seq_length, max_predic
                              segment_length)
         return _pairs(segments) if next_sentence else segments
 
+    # The files repeat forever: without this check, files that make no example would leave the
+    # stream waiting for one forever.
+    _check_examples_come(indexed_files.flat_map(units_of_file),
+                         files[pipeline_id::num_pipelines] if shard_files else files,
+                         next_sentence, segment_length)
+    indexed_files = indexed_files.shuffle(len(files), seed=seed).repeat()
     units = indexed_files.interleave(
         units_of_file, cycle_length=min(len(files), _PARALLEL_FILES),
         num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
@@ -146,6 +155,29 @@ def dynamic_masking_dataset(files, global_batch_size, max_seq_length, max_predic
     batches = batches.skip(start_step * replicas_per_pipeline)
     batches = batches.map(pack_and_mask, num_parallel_calls=tf.data.AUTOTUNE)
     return batches.prefetch(tf.data.AUTOTUNE)
+
+
+def _check_examples_come(units, files, next_sentence, segment_length):
+    """Raises a ValueError naming `files` when a pass over their `units` (segments, or pairs
+    `(A, B, document key, has B)`) makes no example. Reads as far as the first unit that
+    makes one: a segment, a pair with its B, or a pair of a second document (whose A can be
+    a random B)."""
+    first_document = None
+    for unit in units:
+        if not next_sentence:
+            return
+        _, _, document, has_b = (value.numpy() for value in unit)
+        if has_b or first_document not in (None, document):
+            return
+        first_document = document
+    if first_document is None:
+        why = ("no line has tokens (the files are empty or blank, or their text is not "
+               "UTF-8)")
+    else:
+        why = (f"they hold a single document and it makes a single segment (sentences are "
+               f"gathered up to {segment_length} pieces): sentence pairs need a second document "
+               f"(after a blank line) or a longer one, or no next-sentence prediction")
+    raise ValueError(f"{file_names(files)}: no pre-training example can be made: {why}")
 
 
 def _sentences(path, file_index, tokenizer, read_lines=None):

@@ -193,9 +193,13 @@ def mask_batch(input_ids, input_mask, vocab, masked_lm_prob, max_predictions_per
     def take_if_fits(remaining, length):
         return tf.where(length <= remaining, remaining - length, remaining)
 
+    # Scanned in float32, exact for these small counts: TensorFlow 2.21's oneDNN transpose
+    # logs an error line ("oneDNN supports DT_INT32 only on platforms with AVX-512") for every
+    # integer type, even on AVX-512 machines.
+    budget = tf.cast(num_to_predict, tf.float32)
     remaining_after = tf.transpose(tf.scan(
-        take_if_fits, tf.transpose(ordered_lengths), initializer=num_to_predict))
-    remaining_before = tf.concat([num_to_predict[:, None], remaining_after[:, :-1]], axis=1)
+        take_if_fits, tf.transpose(tf.cast(ordered_lengths, tf.float32)), initializer=budget))
+    remaining_before = tf.concat([budget[:, None], remaining_after[:, :-1]], axis=1)
     ordered_taken = (remaining_before != remaining_after)
     word_taken = tf.gather(ordered_taken, tf.argsort(word_order, axis=1), batch_dims=1)
     word_taken = tf.pad(word_taken, [[0, 0], [0, 1]])   # the "no word" slot is never taken

@@ -19,6 +19,7 @@ Example:
 
 import collections
 import concurrent.futures
+import contextlib
 import multiprocessing
 import os
 import random
@@ -28,8 +29,10 @@ import time
 import tensorflow as tf
 
 from bert_tf.data.pretraining.masking import MaskedLmVocab
-from bert_tf.data.pretraining.corpus import CorpusStatistics, input_bytes, read_document_chunks
+from bert_tf.data.pretraining.corpus import (CorpusStatistics, file_names, input_bytes,
+                                             read_document_chunks)
 from bert_tf.data.pretraining.instances import PretrainingInstanceBuilder
+from bert_tf.file_io import output_file_problems
 from bert_tf.text.bert_tokenizer import BertTokenizer
 from bert_tf.text.vocab import load_vocab
 
@@ -51,8 +54,11 @@ def write_pretraining_data(input_files, output_files, vocab_file, do_lower_case,
                            progress_stream=sys.stderr, read_lines=None, **instance_options):
     """Writes the instances of `input_files` to `output_files`; returns `CorpusStatistics`.
 
-    Input that gives no instance at all (empty files, only blank lines or characters without
-    tokens) is a ValueError naming the files, and no output file is left behind.
+    An output file that is also an input file, is named twice or is a directory is a
+    ValueError before anything is read or written. Input that gives no instance at all (empty
+    files, only blank lines or characters without tokens) is a ValueError naming the files.
+    Each output is written to `<output>.incomplete` and renamed into place once all are
+    complete: a run that fails or is interrupted leaves the files that were there as they were.
 
     Args:
         input_files: text files (one sentence per line, blank lines between documents).
@@ -68,6 +74,9 @@ def write_pretraining_data(input_files, output_files, vocab_file, do_lower_case,
             max_predictions_per_seq, masked_lm_prob, short_seq_prob, whole_word_mask,
             dupe_factor).
     """
+    problems = output_file_problems(output_files, input_files)
+    if problems:
+        raise ValueError(f"{'; '.join(problems)}: name other output files")
     num_workers = os.cpu_count() if num_workers is None else num_workers
     # A bad vocabulary or option is reported now, before any process starts.
     PretrainingInstanceBuilder(MaskedLmVocab(load_vocab(vocab_file)), **instance_options)
@@ -78,52 +87,71 @@ def write_pretraining_data(input_files, output_files, vocab_file, do_lower_case,
     for path in output_files:
         if os.path.dirname(path):
             tf.io.gfile.makedirs(os.path.dirname(path))
-    writers = [tf.io.TFRecordWriter(path, options) for path in output_files]
-    written = 0
+    with _replaced_on_success(output_files) as temporary_files:
+        writers = [tf.io.TFRecordWriter(path, options) for path in temporary_files]
+        written = 0
 
-    def write(result, bytes_done):
-        nonlocal written
-        records, chunk_statistics = result
-        for record in records:
-            writers[written % len(writers)].write(record)
-            written += 1
-        statistics.merge(chunk_statistics)
-        progress.update(statistics, bytes_done)
+        def write(result, bytes_done):
+            nonlocal written
+            records, chunk_statistics = result
+            for record in records:
+                writers[written % len(writers)].write(record)
+                written += 1
+            statistics.merge(chunk_statistics)
+            progress.update(statistics, bytes_done)
 
-    chunks = read_document_chunks(input_files, max_chunk_bytes, statistics, read_lines)
-    try:
-        if num_workers == 0:
-            processor = _ChunkProcessor(*settings)
-            for index, documents in enumerate(chunks):
-                write(processor(index, documents), statistics.bytes)
-        else:
-            with concurrent.futures.ProcessPoolExecutor(
-                    num_workers, mp_context=multiprocessing.get_context("spawn"),
-                    initializer=_start_worker, initargs=(*settings, num_workers)) as pool:
-                in_flight = collections.deque()
+        chunks = read_document_chunks(input_files, max_chunk_bytes, statistics, read_lines)
+        try:
+            if num_workers == 0:
+                processor = _ChunkProcessor(*settings)
                 for index, documents in enumerate(chunks):
-                    in_flight.append((pool.submit(_process_chunk, index, documents),
-                                      statistics.bytes))
-                    if len(in_flight) >= 2 * num_workers:
+                    write(processor(index, documents), statistics.bytes)
+            else:
+                with concurrent.futures.ProcessPoolExecutor(
+                        num_workers, mp_context=multiprocessing.get_context("spawn"),
+                        initializer=_start_worker, initargs=(*settings, num_workers)) as pool:
+                    in_flight = collections.deque()
+                    for index, documents in enumerate(chunks):
+                        in_flight.append((pool.submit(_process_chunk, index, documents),
+                                          statistics.bytes))
+                        if len(in_flight) >= 2 * num_workers:
+                            future, bytes_done = in_flight.popleft()
+                            write(future.result(), bytes_done)
+                    while in_flight:
                         future, bytes_done = in_flight.popleft()
                         write(future.result(), bytes_done)
-                while in_flight:
-                    future, bytes_done = in_flight.popleft()
-                    write(future.result(), bytes_done)
-    finally:
-        for writer in writers:
-            writer.close()
-        progress.close(statistics, statistics.bytes)
-    if not statistics.instances:
-        # Empty record files would only fail later, in run_pretraining, far from the cause.
-        for path in output_files:
-            tf.io.gfile.remove(path)
-        shown = ", ".join(input_files[:3]) + (f" and {len(input_files) - 3} more files"
-                                              if len(input_files) > 3 else "")
-        raise ValueError(f"{shown or 'the input'}: no text to make pre-training instances from "
-                         f"({statistics.lines:,} lines, {statistics.bytes:,} bytes, "
-                         f"{statistics.documents:,} documents with tokens); nothing written")
+        finally:
+            for writer in writers:
+                writer.close()
+            progress.close(statistics, statistics.bytes)
+        if not statistics.instances:
+            # Empty record files would only fail later, in run_pretraining, far from the cause.
+            raise ValueError(f"{file_names(input_files) or 'the input'}: no text to make "
+                             f"pre-training instances from ({statistics.lines:,} lines, "
+                             f"{statistics.bytes:,} bytes, {statistics.documents:,} documents "
+                             f"with tokens); nothing written")
     return statistics
+
+
+def _temporary(path):
+    """Where the output file `path` is written until it is complete."""
+    return f"{path}.incomplete"
+
+
+@contextlib.contextmanager
+def _replaced_on_success(paths):
+    """Yields the temporary files of `paths`: renamed onto `paths` when the block ends, removed
+    when it raises, so that a failed run never truncates or deletes what `paths` held."""
+    temporary_files = [_temporary(path) for path in paths]
+    try:
+        yield temporary_files
+    except BaseException:
+        for path in temporary_files:
+            if tf.io.gfile.exists(path):
+                tf.io.gfile.remove(path)
+        raise
+    for temporary, path in zip(temporary_files, paths):
+        tf.io.gfile.rename(temporary, path, overwrite=True)
 
 
 class _ChunkProcessor:

@@ -2,6 +2,7 @@
 one document, masked anew each epoch, deterministic and resumable."""
 
 import os
+import re
 
 import numpy as np
 import pytest
@@ -188,6 +189,63 @@ def test_bad_arguments_are_named(text_file, tokenizer):
         dynamic_masking_dataset([text_file], 8, 4, 2, tokenizer=tokenizer)
     with pytest.raises(ValueError, match="at least one text file"):
         dynamic_masking_dataset([], 8, 16, 2, tokenizer=tokenizer)
+
+
+@pytest.mark.parametrize("next_sentence", [True, False], ids=["pairs", "segments"])
+def test_files_without_tokens_are_an_error_naming_them(tmp_path, tokenizer, next_sentence):
+    # Empty, blank lines only, control characters only, latin-1 only (skipped lines): the
+    # endless stream of these files used to wait forever for its first example.
+    contents = [b"", " \t\n\u3000\n".encode(), b"\x01\x02\n\n\x03\n",
+                "w1 na\xefve\n".encode("latin-1")]
+    files = []
+    for index, content in enumerate(contents):
+        (tmp_path / f"{index}.txt").write_bytes(content)
+        files.append(str(tmp_path / f"{index}.txt"))
+    message = (f"^{re.escape(', '.join(files[:3]))} and 1 more files: no pre-training example "
+               f"can be made: no line has tokens")
+    with pytest.raises(ValueError, match=message):
+        dynamic_masking_dataset(files, BATCH, SEQ_LENGTH, PREDICTIONS, tokenizer=tokenizer,
+                                next_sentence=next_sentence)
+
+
+def test_pairs_need_a_second_segment_or_a_second_document(tmp_path, tokenizer):
+    def dataset(*texts, next_sentence=True):
+        files = []
+        for index, text in enumerate(texts):
+            (tmp_path / f"{index}.txt").write_text(text, encoding="utf-8")
+            files.append(str(tmp_path / f"{index}.txt"))
+        return dynamic_masking_dataset(files, BATCH, SEQ_LENGTH, PREDICTIONS, seed=2,
+                                       tokenizer=tokenizer, next_sentence=next_sentence,
+                                       shuffle_buffer=4)
+
+    def labels(*texts, next_sentence=True):
+        return set(take(dataset(*texts, next_sentence=next_sentence), 1)[0][
+            "next_sentence_labels"])
+
+    # One document of 4 pieces: a single segment (up to 10 pieces), which has no B of its own
+    # and no other document to take a random B from.
+    short = "w1 w2\nw3 w4\n"
+    with pytest.raises(ValueError, match=re.escape(
+            f"{tmp_path / '0.txt'}: no pre-training example can be made: they hold a single "
+            f"document and it makes a single segment (sentences are gathered up to 10 pieces)")):
+        dataset(short)
+    assert labels(short, next_sentence=False) == {0}
+    assert labels(short, "w5 w6\n") == {1}         # a random B from another document
+    assert labels("w1 w2 w3 w4 w5 w6\nw7 w8 w9 w10 w11 w12\n") == {0}   # two segments
+
+
+def test_a_pipeline_without_examples_names_its_files(tmp_path, tokenizer):
+    (tmp_path / "a.txt").write_text("")
+    (tmp_path / "b.txt").write_text("w1 w2\nw3 w4\n\nw5 w6\n")
+    files = [str(tmp_path / "a.txt"), str(tmp_path / "b.txt")]
+    contexts = [tf.distribute.InputContext(num_input_pipelines=2, input_pipeline_id=pipeline,
+                                           num_replicas_in_sync=2) for pipeline in range(2)]
+    with pytest.raises(ValueError, match=f"^{re.escape(files[0])}: no pre-training example"):
+        dynamic_masking_dataset(files, 2 * BATCH, SEQ_LENGTH, PREDICTIONS, contexts[0],
+                                tokenizer=tokenizer)
+    batch = take(dynamic_masking_dataset(files, 2 * BATCH, SEQ_LENGTH, PREDICTIONS, contexts[1],
+                                         tokenizer=tokenizer, shuffle_buffer=4), 1)[0]
+    assert batch["input_word_ids"].shape == (BATCH, SEQ_LENGTH)
 
 
 def test_gutenberg_with_a_real_vocabulary():

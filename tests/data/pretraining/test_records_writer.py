@@ -179,9 +179,57 @@ def test_input_without_instances_is_an_error_naming_it(corpus, tmp_path, content
     message = (f"^{re.escape(str(text))}: no text to make pre-training instances from "
                f"\\({lines} lines, {len(content)} bytes, 0 documents with tokens\\); "
                f"nothing written$")
+    # A file of an earlier run is left as it was: "nothing written" holds.
+    (corpus["dir"] / "out-0.tfrecord").write_bytes(b"earlier records")
     with pytest.raises(ValueError, match=message):
         write(corpus, ["out-0.tfrecord", "out-1.tfrecord"], inputs=[str(text)])
-    assert not glob.glob(str(corpus["dir"] / "out-*"))
+    assert glob.glob(str(corpus["dir"] / "out-*")) == [str(corpus["dir"] / "out-0.tfrecord")]
+    assert (corpus["dir"] / "out-0.tfrecord").read_bytes() == b"earlier records"
+
+
+def test_outputs_that_are_inputs_each_other_or_directories_are_refused(corpus, tmp_path):
+    text = corpus["text"]
+    with open(text, "rb") as f:
+        content = f.read()
+    os.symlink(text, tmp_path / "link.txt")
+    (tmp_path / "directory").mkdir()
+    outputs = ["link.txt", "a.tfrecord", "sub/../a.tfrecord", "directory"]
+    message = (f"output file {tmp_path}/link.txt is also an input file; output file "
+               f"{tmp_path}/sub/../a.tfrecord is named twice; output file {tmp_path}/directory "
+               f"is a directory: name other output files")
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+        write(corpus, outputs)
+    with open(text, "rb") as f:
+        assert f.read() == content
+    assert sorted(os.listdir(tmp_path)) == ["corpus.txt", "directory", "link.txt", "vocab.txt"]
+
+
+class Interrupted(Exception):
+    """Stands for a Ctrl-C or a failure in the middle of a run."""
+
+
+def test_a_failed_run_leaves_the_outputs_as_they_were(corpus, monkeypatch):
+    paths, _ = write(corpus, ["a.tfrecord", "b.tfrecord"], max_chunk_bytes=40)
+    before = {path: open(path, "rb").read() for path in paths}
+    chunks = []
+
+    def failing_on_the_third_chunk(self, chunk_index, documents):
+        chunks.append(chunk_index)
+        if chunk_index == 2:
+            raise Interrupted()
+        return processor_call(self, chunk_index, documents)
+
+    processor_call = records_writer._ChunkProcessor.__call__
+    monkeypatch.setattr(records_writer._ChunkProcessor, "__call__", failing_on_the_third_chunk)
+    with pytest.raises(Interrupted):
+        write(corpus, ["a.tfrecord", "b.tfrecord"], max_chunk_bytes=40, random_seed=2)
+    assert chunks == [0, 1, 2]       # records were written to the files being made
+    assert {path: open(path, "rb").read() for path in paths} == before
+    assert sorted(os.listdir(corpus["dir"])) == ["a.tfrecord", "b.tfrecord", "corpus.txt",
+                                                 "vocab.txt"]
+    monkeypatch.undo()
+    write(corpus, ["a.tfrecord", "b.tfrecord"], max_chunk_bytes=40, random_seed=2)
+    assert {path: open(path, "rb").read() for path in paths} != before    # a run replaces them
 
 
 def test_vocabulary_without_mask_is_an_error(corpus, tmp_path):

@@ -1,0 +1,42 @@
+"""Which paths name one file (`file_keys`), and which output files would destroy one
+(`output_file_problems`), local and remote."""
+
+import os
+
+from bert_tf.file_io import file_keys, output_file_problems
+
+
+def test_paths_of_one_file_share_a_key(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "corpus.txt").write_text("text")
+    os.link("corpus.txt", "hard_link.txt")
+    os.symlink(tmp_path / "corpus.txt", "symbolic_link.txt")
+    for other in ("./corpus.txt", "missing/../corpus.txt", str(tmp_path / "corpus.txt"),
+                  "hard_link.txt", "symbolic_link.txt"):
+        assert file_keys("corpus.txt") & file_keys(other), other
+    (tmp_path / "copy.txt").write_text("text")
+    assert not file_keys("corpus.txt") & file_keys("copy.txt")
+    # A file that does not exist yet: its path alone.
+    assert file_keys("new.txt") == file_keys("./missing/../new.txt") == {
+        os.path.realpath(tmp_path / "new.txt")}
+
+
+def test_a_remote_path_is_its_own_key():
+    assert file_keys("gs://bucket/data/corpus.txt") == {"gs://bucket/data/corpus.txt"}
+    assert not file_keys("gs://bucket/a.txt") & file_keys("gs://bucket/b.txt")
+
+
+def test_outputs_that_are_inputs_each_other_or_directories(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "corpus.txt").write_text("text")
+    os.link("corpus.txt", "hard_link.txt")
+    (tmp_path / "directory").mkdir()
+    outputs = ["hard_link.txt", "missing/../corpus.txt", "out.txt", "./out.txt", "directory",
+               "gs://bucket/out.txt", "gs://bucket/out.txt", "other.txt"]
+    assert output_file_problems(outputs, ["corpus.txt", "gs://bucket/in.txt"]) == [
+        "output file hard_link.txt is also an input file",
+        "output file missing/../corpus.txt is also an input file",
+        "output file ./out.txt is named twice",
+        "output file directory is a directory",
+        "output file gs://bucket/out.txt is named twice"]
+    assert output_file_problems(["corpus.txt"]) == []
