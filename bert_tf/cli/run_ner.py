@@ -132,7 +132,7 @@ def fine_tune(tokenizer_vocab):
                                                     f"{mode} data {path}"))
 
     encoder = common.encoder_from_flags()
-    common.prepare_output_dir(encoder, tokenizer_vocab)
+    common.prepare_output_dir(encoder, tokenizer_vocab, "run_ner")
     model = BertTokenClassifier(encoder, num_classes=len(labels))
     # The loss is the mean over first word pieces only: -1 marks every other position.
     loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True,
@@ -144,7 +144,7 @@ def fine_tune(tokenizer_vocab):
 
         tuner.train(common.training_batches_from_flags(train_windows.dataset(), len(train_windows)))
     else:
-        common.restore_for_inference(tuner)
+        tuner.restore_latest()
 
     if FLAGS.do_eval:
         path, sentences, windows = data["eval"]

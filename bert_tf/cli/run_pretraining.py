@@ -25,9 +25,10 @@ Examples:
         --max_seq_length=128 --export_dir=/tmp/pretrain/export
 
 Outputs in --output_dir: `ckpt-<step>.*` (the package's checkpoint: `encoder` + `pretraining_heads`
-+ optimizer, readable by every tool's --init_checkpoint), `bert_config.json`, TensorBoard
-scalars in `train/` and `eval/`, and `eval_results.json`; with --export_dir, the encoder
-SavedModel in `<export_dir>/<step>/`.
++ optimizer, readable by every tool's --init_checkpoint), `bert_config.json`, `run.json`,
+TensorBoard scalars in `train/` and `eval/`, and `eval_results.json`; with --export_dir, the
+encoder SavedModel in `<export_dir>/<step>/`. An --output_dir holding a run of another model is
+refused before anything is written.
 """
 
 import contextlib
@@ -50,6 +51,8 @@ from bert_tf.training.mixed_precision import MIXED_PRECISION  # noqa: E402
 from bert_tf.training.optimizers import OPTIMIZERS  # noqa: E402
 
 FLAGS = flags.FLAGS
+
+_TOOL = "run_pretraining"  # what --output_dir's run.json says trained its checkpoints
 
 # Flags that name the job's inputs: with none of them, the embedded default job runs.
 _JOB_FLAGS = ("input_file", "input_text_file", "tfds_name", "eval_input_file",
@@ -299,13 +302,14 @@ def main():
     import keras
     import tensorflow as tf
 
-    from bert_tf.checkpoints import restore_weights, write_model_files
+    from bert_tf.checkpoints import restore_weights
     from bert_tf.config import BertConfig
     from bert_tf.data.pretraining.records_dataset import (expand_input_files,
                                                           naming_bad_input_files,
                                                           record_lengths)
     from bert_tf.text.vocab_size import check_vocab_size
     from bert_tf.training import distribution
+    from bert_tf.training.existing_run import check_existing_run, record_run
     from bert_tf.training.heldout_evaluation import HeldOutEvaluation
     from bert_tf.training.pretraining_export import export_pretrained
     from bert_tf.training.pretraining_trainer import PretrainingTrainer
@@ -341,6 +345,8 @@ def main():
     config = BertConfig.from_json_file(job.bert_config_file)
     if job.vocab_file:
         check_vocab_size(config, job.vocab_file, job.bert_config_file)
+    # Before anything is written there: a run of another model stays as it is.
+    check_existing_run(job.output_dir, config, job.vocab_file, _TOOL)
     lengths = {"the training input": seq_length} if train_files or text_files else {}
     if eval_files:
         lengths[f"{eval_files[0]} (from {eval_flag})"] = eval_lengths[0]
@@ -367,7 +373,7 @@ def main():
         raise app.UsageError(f"{e} (--train_batch_size, --gradient_accumulation_steps)") from e
     chief = distribution.is_chief(strategy)
     if chief:  # the checkpoints are then complete for the fine-tuning tools' --init_checkpoint
-        write_model_files(job.output_dir, config, job.vocab_file)
+        record_run(job.output_dir, config, job.vocab_file, _TOOL)
     evaluation = (HeldOutEvaluation(trainer, eval_files, *eval_lengths, job.eval_batch_size,
                                     job.output_dir, job.max_eval_steps, chief)
                   if job.do_eval else None)

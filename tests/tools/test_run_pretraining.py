@@ -161,6 +161,25 @@ def test_without_the_other_input_flags_it_lists_what_is_missing(data):
             "none") in result.stderr
 
 
+def _files(directory):
+    return {name: open(os.path.join(directory, name), "rb").read()
+            for name in os.listdir(directory) if os.path.isfile(os.path.join(directory, name))}
+
+
+def test_a_run_of_another_model_in_output_dir_is_refused_and_kept(data, reference, tmp_path):
+    other = tmp_path / "bert_config.json"
+    other.write_text(json.dumps({**CONFIG, "hidden_size": 32, "num_attention_heads": 4}))
+    before = _files(reference)
+    flags = [flag for flag in training_flags(data, reference) if "bert_config_file" not in flag]
+    result = run_tool(TOOL, f"--bert_config_file={other}", *flags)
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines()[-1] == (
+        f"run_pretraining: error: --output_dir {reference} holds a run of another model: "
+        f"bert_config.json differs in hidden_size (16 there, 32 here), num_attention_heads (2 "
+        f"there, 4 here); use a new --output_dir")
+    assert _files(reference) == before
+
+
 def test_flags_must_match_the_records(data, tmp_path):
     result = run_tool(TOOL, f"--bert_config_file={data['config']}", f"--input_file={data['train']}",
                       f"--output_dir={tmp_path}", "--max_seq_length=32")
