@@ -150,9 +150,7 @@ def _embedded_defaults():
     settings = embedded_default.SETTINGS
     return {"output_dir": settings.output_dir, "strategy": settings.strategy,
             "jit_compile": settings.jit_compile, "train_batch_size": settings.global_batch_size,
-            "num_train_steps": settings.num_train_steps,
-            "num_warmup_steps": settings.num_warmup_steps,
-            "learning_rate": settings.learning_rate,
+            "num_train_steps": settings.num_train_steps, "learning_rate": settings.learning_rate,
             "save_checkpoints_steps": settings.save_checkpoints_steps,
             "steps_per_execution": settings.steps_per_execution, "do_eval": settings.evaluate,
             "eval_batch_size": settings.eval_batch_size}
@@ -228,8 +226,11 @@ def _check(job, embedded):
         if getattr(job, name) < 1:
             problems.append(f"--{name} must be positive, got {getattr(job, name)}")
     if not 0 <= job.num_warmup_steps <= job.num_train_steps:
-        problems.append(f"--num_warmup_steps must be in [0, --num_train_steps], got "
-                        f"{job.num_warmup_steps}")
+        # The embedded job's own steps are not the user's --num_train_steps.
+        steps = ("the embedded default job's steps"
+                 if embedded and not FLAGS["num_train_steps"].present else "--num_train_steps")
+        problems.append(f"--num_warmup_steps must be in [0, {job.num_train_steps}] "
+                        f"({steps}), got {job.num_warmup_steps}")
     if job.learning_rate <= 0:
         problems.append(f"--learning_rate must be positive, got {job.learning_rate}")
     if job.max_eval_steps is not None and job.max_eval_steps < 1:

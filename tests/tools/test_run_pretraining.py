@@ -304,8 +304,9 @@ def test_raw_text_trains_with_dynamic_masking_evaluates_gzip_records_and_exports
 def test_no_flags_runs_the_embedded_default_job_and_a_rerun_finds_it_done(tmp_path):
     output_dir = tmp_path / "default"
     # The default job at a smaller budget: what `bert-tf-run-pretraining` does.
+    # Its warmup follows --num_train_steps: 10 % of 20 steps, not its own 10 % of 800.
     budget = [f"--output_dir={output_dir}", "--embedded_corpus_mb=0.15",
-              "--embedded_vocab_size=600", "--num_train_steps=20", "--num_warmup_steps=2",
+              "--embedded_vocab_size=600", "--num_train_steps=20",
               "--steps_per_execution=5", "--save_checkpoints_steps=10"]
     result = run_tool(TOOL, *budget)
     assert result.returncode == 0, result.stderr[-3000:]
@@ -321,8 +322,11 @@ def test_no_flags_runs_the_embedded_default_job_and_a_rerun_finds_it_done(tmp_pa
                                          vocab_size=len(vocab))
     assert 200 < len(vocab) <= 600 * 1.05   # tf.text's learner aims at the size +- 5 %
     assert latest_step(output_dir) == 20
-    losses = [loss for _, loss in scalar_curves(os.path.join(output_dir, "train"))["loss"]]
+    scalars = scalar_curves(os.path.join(output_dir, "train"))
+    losses = [loss for _, loss in scalars["loss"]]
     assert len(losses) == 4 and losses[-1] < losses[0] - 0.5, losses   # it learns
+    np.testing.assert_allclose([rate for _, rate in scalars["learning_rate"]], [
+        googles_learning_rate(step - 1, 1e-3, 20, 2) for step in (5, 10, 15, 20)], rtol=1e-5)
     results = eval_results(output_dir)
     assert results["global_step"] == 20 and results["examples"] > 0
 
@@ -346,3 +350,10 @@ def test_no_flags_runs_the_embedded_default_job_and_a_rerun_finds_it_done(tmp_pa
     assert f"{export} exists already: not exported again" in rerun.stderr
     assert f"encoder SavedModel {export} " in rerun.stdout
     assert os.listdir(output_dir / "export") == ["20"] and latest_step(output_dir) == 20
+
+
+def test_the_embedded_jobs_steps_are_not_blamed_on_the_user(tmp_path):
+    result = run_tool(TOOL, f"--output_dir={tmp_path}", "--num_warmup_steps=900")
+    assert result.returncode != 0
+    assert ("run_pretraining: error: --num_warmup_steps must be in [0, 800] (the embedded "
+            "default job's steps), got 900") in result.stderr
