@@ -60,6 +60,9 @@ _JOB_FLAGS = ("input_file", "input_text_file", "tfds_name", "eval_input_file",
 _TEXT_INPUT_DEFAULTS = {"max_seq_length": 128, "max_predictions_per_seq": 20}
 # Percent of --num_train_steps that warm up when --num_warmup_steps is not given.
 WARMUP_PERCENT = 10
+# Records whose token ids are checked against the config's vocab_size before training: one
+# file's first records, a fraction of a second (its other records and files are not read).
+_CHECKED_RECORDS = 256
 
 
 def define_flags():
@@ -265,6 +268,29 @@ def _record_lengths(job, files, flag):
     return lengths
 
 
+def _check_token_ids(path, flag, lengths, config, config_file):
+    """Refuses records whose token ids reach the config's vocab_size, read from the first
+    `_CHECKED_RECORDS` of `path` (records of `lengths`): made with another vocabulary, they
+    show it there, and in training they would stop the first step with an embedding lookup
+    error naming neither the file nor the config. Records that do not read or parse are left
+    to the input pipeline, which names a damaged file."""
+    import tensorflow as tf
+
+    from bert_tf.data.pretraining.records_dataset import (InputFileError, feature_spec,
+                                                          read_records)
+
+    spec = feature_spec(*lengths)
+    spec = {name: spec[name] for name in ("input_ids", "masked_lm_ids")}
+    ids = next(iter(read_records(path).take(_CHECKED_RECORDS)
+                    .map(lambda record: tf.io.parse_single_example(record, spec))
+                    .ignore_errors().batch(_CHECKED_RECORDS)), None)
+    largest = max(int(tf.reduce_max(values)) for values in ids.values()) if ids else -1
+    if largest >= config.vocab_size:
+        raise InputFileError(f"{path} (from {flag}) holds token id {largest}, but "
+                             f"{config_file} has vocab_size {config.vocab_size}: the records "
+                             f"were made with another vocabulary; use its config")
+
+
 def _training_dataset_fn(job, train_files, text_files, seq_length, predictions,
                          read_lines=None):
     """`(input_context, start_step) -> dataset` of the records or, masked on the fly, the text
@@ -356,6 +382,11 @@ def main():
             raise app.UsageError(f"max_seq_length {length} exceeds max_position_embeddings "
                                  f"{config.max_position_embeddings} of {job.bert_config_file}"
                                  f" ({source})")
+    if train_files:
+        _check_token_ids(train_files[0], "--input_file", (seq_length, predictions), config,
+                         job.bert_config_file)
+    if eval_files:
+        _check_token_ids(eval_files[0], eval_flag, eval_lengths, config, job.bert_config_file)
 
     keras.utils.set_random_seed(job.seed)
     replicas = strategy.num_replicas_in_sync

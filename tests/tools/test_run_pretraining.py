@@ -180,6 +180,30 @@ def test_a_run_of_another_model_in_output_dir_is_refused_and_kept(data, referenc
     assert _files(reference) == before
 
 
+def test_token_ids_beyond_the_configs_vocab_size_are_named(data, tmp_path):
+    records = tmp_path / "big_vocab.tfrecord"
+    instances = write_pretraining_records(records, 8, 16, 3, vocab_size=40, seed=7)
+    largest = max(max(i["input_ids"] + i["masked_lm_ids"]) for i in instances)
+    config = tmp_path / "bert_config.json"
+    config.write_text(json.dumps({**CONFIG, "vocab_size": 20}))
+    # The --init_checkpoint is never read: the held-out records are refused first.
+    result = run_tool(TOOL, f"--bert_config_file={config}", f"--input_file={data['train']}",
+                      f"--output_dir={tmp_path / 'out'}", "--nodo_train", "--do_eval",
+                      f"--eval_input_file={records}", "--init_checkpoint=unused",
+                      "--strategy=cpu")
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines()[-1] == (
+        f"run_pretraining: error: {records} (from --eval_input_file) holds token id {largest}, "
+        f"but {config} has vocab_size 20: the records were made with another vocabulary; use "
+        f"its config")
+    result = run_tool(TOOL, f"--bert_config_file={config}", f"--input_file={records}",
+                      f"--output_dir={tmp_path / 'out'}", "--num_train_steps=2",
+                      "--train_batch_size=8", "--strategy=cpu", "--nojit_compile")
+    assert result.returncode == 1
+    assert f"{records} (from --input_file) holds token id {largest}, but" in result.stderr
+    assert not (tmp_path / "out").exists()
+
+
 def test_flags_must_match_the_records(data, tmp_path):
     result = run_tool(TOOL, f"--bert_config_file={data['config']}", f"--input_file={data['train']}",
                       f"--output_dir={tmp_path}", "--max_seq_length=32")
