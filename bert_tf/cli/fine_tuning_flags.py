@@ -161,16 +161,29 @@ def encoder_from_flags():
                                FLAGS.mixed_precision, FLAGS.max_seq_length)
 
 
-def prepare_output_dir(encoder, vocab_file):
-    """Creates --output_dir with `bert_config.json` and `vocab.txt`, so that the checkpoints
-    written there are complete for `bert-tf-export-savedmodel` and as an --init_checkpoint,
-    after checking that the encoder's vocab_size fits the vocabulary."""
-    from bert_tf.checkpoints import write_model_files
+def prepare_output_dir(encoder, vocab_file, tool, task=None):
+    """Writes `bert_config.json`, `vocab.txt` and `run.json` into --output_dir (`record_run`:
+    its checkpoints are then complete for `bert-tf-export-savedmodel` and as an
+    --init_checkpoint), after checking, so that nothing is written otherwise: that the
+    encoder's vocab_size fits the vocabulary, that --output_dir holds no run of another model
+    or task (`check_existing_run`; `tool` and `task`, e.g. "run_classifier" and "SST-2", name
+    this run's) and, without --do_train, that it has a checkpoint to use.
+
+    Example (in run_classifier):
+        common.prepare_output_dir(encoder, vocab_file, "run_classifier", task.name)
+    """
+    import tensorflow as tf
+
     from bert_tf.text.vocab_size import check_vocab_size
+    from bert_tf.training.existing_run import check_existing_run, record_run
 
     check_vocab_size(encoder.config, vocab_file,
                      FLAGS.bert_config_file or f"the config of {FLAGS.init_checkpoint}")
-    write_model_files(FLAGS.output_dir, encoder.config, vocab_file)
+    if not FLAGS.do_train and not tf.train.latest_checkpoint(FLAGS.output_dir):
+        raise app.UsageError(f"--do_eval/--do_predict without --do_train needs a fine-tuned "
+                             f"checkpoint in --output_dir {FLAGS.output_dir}; it has none")
+    check_existing_run(FLAGS.output_dir, encoder.config, vocab_file, tool, task)
+    record_run(FLAGS.output_dir, encoder.config, vocab_file, tool, task)
 
 
 def num_train_steps(num_examples):
@@ -211,14 +224,6 @@ def training_batches_from_flags(examples, num_examples, prepare=None, drop_remai
     return training_batches_fn(examples, num_examples, FLAGS.train_batch_size,
                                FLAGS.max_seq_length, FLAGS.seed, prepare=prepare,
                                drop_remainder=drop_remainder)
-
-
-def restore_for_inference(tuner):
-    """Without --do_train, evaluation and prediction use --output_dir's latest checkpoint;
-    raises `app.UsageError` when there is none."""
-    if not tuner.restore_latest():
-        raise app.UsageError(f"--do_eval/--do_predict without --do_train needs a fine-tuned "
-                             f"checkpoint in --output_dir {FLAGS.output_dir}; it has none")
 
 
 def write_json(name, value, **dump_options):

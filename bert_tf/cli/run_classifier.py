@@ -18,8 +18,9 @@ similar length, evaluation and prediction run the shortest texts first, and ever
 padded only to its longest example (rounded up to 4 in training, 16 otherwise).
 
 Writes to --output_dir: checkpoints (resumed from when the command is run again after an
-interruption), `bert_config.json` + `vocab.txt` (so the directory is a complete
---init_checkpoint for bert-tf-export-savedmodel), TensorBoard logs (train/, eval/),
+interruption; a directory holding a run of another model or task is refused), `bert_config.json`
++ `vocab.txt` (so the directory is a complete --init_checkpoint for bert-tf-export-savedmodel),
+`run.json` (the tool and task), TensorBoard logs (train/, eval/),
 `eval_results.json` (the task's GLUE metrics, loss, example counts; MNLI's mismatched dev set
 prefixed `mismatched_`) and `predictions.tsv` (id, label name, one probability per class; STS-B:
 id, score; MNLI's mismatched test set in `predictions_mismatched.tsv`).
@@ -213,7 +214,7 @@ def main():
 
     vocab_file = common.vocab_file_from_flags()
     encoder = common.encoder_from_flags()
-    common.prepare_output_dir(encoder, vocab_file)
+    common.prepare_output_dir(encoder, vocab_file, "run_classifier", task.name)
     preprocessor = BertPreprocessor(vocab_file, FLAGS.do_lower_case, FLAGS.max_seq_length)
     classifier = BertClassifier(encoder, num_classes=task.num_outputs)
     if task.is_regression:
@@ -228,7 +229,7 @@ def main():
             _raw_examples(train, task, with_labels=True), len(train),
             prepare=lambda raw: _packed(raw, preprocessor)))
     else:
-        common.restore_for_inference(tuner)
+        tuner.restore_latest()
 
     if evaluations:
         _evaluate(tuner, task, evaluations, preprocessor)

@@ -75,7 +75,7 @@ def fine_tune(vocab_file):
     prediction = _read("predict_file", False, tokenizer) if FLAGS.do_predict else None
 
     encoder = common.encoder_from_flags()
-    common.prepare_output_dir(encoder, vocab_file)
+    common.prepare_output_dir(encoder, vocab_file, "run_multiple_choice")
     model = BertMultipleChoice(encoder)
     loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
     tuner = common.fine_tuner_from_flags(
@@ -85,7 +85,7 @@ def fine_tune(vocab_file):
         tuner.train(common.training_batches_from_flags(train.texts(), len(train),
                                                        prepare=train.packing(preprocessor)))
     else:
-        common.restore_for_inference(tuner)
+        tuner.restore_latest()
 
     def logits(examples, batch_size):
         batches = padded_batches(examples.dataset(preprocessor), batch_size, FLAGS.max_seq_length)

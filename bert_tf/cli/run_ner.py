@@ -51,7 +51,7 @@ def define_flags():
 
 def _labels(train_sentences, train_path, dataset_labels=None):
     """The label list: `dataset_labels` (a TFDS dataset's) or the training data's tags (saved
-    to --output_dir), or the saved list."""
+    to --output_dir once all the data is read), or the saved list."""
     from bert_tf.data.tasks import conll
 
     path = os.path.join(FLAGS.output_dir, LABEL_LIST_FILE)
@@ -61,8 +61,6 @@ def _labels(train_sentences, train_path, dataset_labels=None):
             raise conll.ConllFormatError(
                 f"{train_path} has the tags {labels}, but {path} (from an earlier run in "
                 f"--output_dir) has {conll.read_label_list(path)}; use a new --output_dir")
-        os.makedirs(FLAGS.output_dir, exist_ok=True)
-        conll.write_label_list(path, labels)
         return labels
     if not os.path.exists(path):
         raise app.UsageError(f"--do_eval/--do_predict without --do_train needs {path}, written "
@@ -132,7 +130,9 @@ def fine_tune(tokenizer_vocab):
                                                     f"{mode} data {path}"))
 
     encoder = common.encoder_from_flags()
-    common.prepare_output_dir(encoder, tokenizer_vocab)
+    common.prepare_output_dir(encoder, tokenizer_vocab, "run_ner")
+    if FLAGS.do_train:  # only now: a run stopped by bad data leaves no list to block its rerun
+        conll.write_label_list(os.path.join(FLAGS.output_dir, LABEL_LIST_FILE), labels)
     model = BertTokenClassifier(encoder, num_classes=len(labels))
     # The loss is the mean over first word pieces only: -1 marks every other position.
     loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True,
@@ -144,7 +144,7 @@ def fine_tune(tokenizer_vocab):
 
         tuner.train(common.training_batches_from_flags(train_windows.dataset(), len(train_windows)))
     else:
-        common.restore_for_inference(tuner)
+        tuner.restore_latest()
 
     if FLAGS.do_eval:
         path, sentences, windows = data["eval"]

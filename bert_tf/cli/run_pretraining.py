@@ -25,9 +25,10 @@ Examples:
         --max_seq_length=128 --export_dir=/tmp/pretrain/export
 
 Outputs in --output_dir: `ckpt-<step>.*` (the package's checkpoint: `encoder` + `pretraining_heads`
-+ optimizer, readable by every tool's --init_checkpoint), `bert_config.json`, TensorBoard
-scalars in `train/` and `eval/`, and `eval_results.json`; with --export_dir, the encoder
-SavedModel in `<export_dir>/<step>/`.
++ optimizer, readable by every tool's --init_checkpoint), `bert_config.json`, `run.json`,
+TensorBoard scalars in `train/` and `eval/`, and `eval_results.json`; with --export_dir, the
+encoder SavedModel in `<export_dir>/<step>/`. An --output_dir holding a run of another model is
+refused before anything is written.
 """
 
 import contextlib
@@ -51,12 +52,17 @@ from bert_tf.training.optimizers import OPTIMIZERS  # noqa: E402
 
 FLAGS = flags.FLAGS
 
+_TOOL = "run_pretraining"  # what --output_dir's run.json says trained its checkpoints
+
 # Flags that name the job's inputs: with none of them, the embedded default job runs.
 _JOB_FLAGS = ("input_file", "input_text_file", "tfds_name", "eval_input_file",
               "bert_config_file", "init_checkpoint", "vocab_file")
 _TEXT_INPUT_DEFAULTS = {"max_seq_length": 128, "max_predictions_per_seq": 20}
 # Percent of --num_train_steps that warm up when --num_warmup_steps is not given.
 WARMUP_PERCENT = 10
+# Records whose token ids are checked against the config's vocab_size before training: one
+# file's first records, a fraction of a second (its other records and files are not read).
+_CHECKED_RECORDS = 256
 
 
 def define_flags():
@@ -147,9 +153,7 @@ def _embedded_defaults():
     settings = embedded_default.SETTINGS
     return {"output_dir": settings.output_dir, "strategy": settings.strategy,
             "jit_compile": settings.jit_compile, "train_batch_size": settings.global_batch_size,
-            "num_train_steps": settings.num_train_steps,
-            "num_warmup_steps": settings.num_warmup_steps,
-            "learning_rate": settings.learning_rate,
+            "num_train_steps": settings.num_train_steps, "learning_rate": settings.learning_rate,
             "save_checkpoints_steps": settings.save_checkpoints_steps,
             "steps_per_execution": settings.steps_per_execution, "do_eval": settings.evaluate,
             "eval_batch_size": settings.eval_batch_size}
@@ -225,8 +229,11 @@ def _check(job, embedded):
         if getattr(job, name) < 1:
             problems.append(f"--{name} must be positive, got {getattr(job, name)}")
     if not 0 <= job.num_warmup_steps <= job.num_train_steps:
-        problems.append(f"--num_warmup_steps must be in [0, --num_train_steps], got "
-                        f"{job.num_warmup_steps}")
+        # The embedded job's own steps are not the user's --num_train_steps.
+        steps = ("the embedded default job's steps"
+                 if embedded and not FLAGS["num_train_steps"].present else "--num_train_steps")
+        problems.append(f"--num_warmup_steps must be in [0, {job.num_train_steps}] "
+                        f"({steps}), got {job.num_warmup_steps}")
     if job.learning_rate <= 0:
         problems.append(f"--learning_rate must be positive, got {job.learning_rate}")
     if job.max_eval_steps is not None and job.max_eval_steps < 1:
@@ -259,6 +266,29 @@ def _record_lengths(job, files, flag):
             raise InputFileError(f"{files[0]} (from {flag}) holds records with {name} {found}, "
                                  f"but --{name}={wanted}")
     return lengths
+
+
+def _check_token_ids(path, flag, lengths, config, config_file):
+    """Refuses records whose token ids reach the config's vocab_size, read from the first
+    `_CHECKED_RECORDS` of `path` (records of `lengths`): made with another vocabulary, they
+    show it there, and in training they would stop the first step with an embedding lookup
+    error naming neither the file nor the config. Records that do not read or parse are left
+    to the input pipeline, which names a damaged file."""
+    import tensorflow as tf
+
+    from bert_tf.data.pretraining.records_dataset import (InputFileError, feature_spec,
+                                                          read_records)
+
+    spec = feature_spec(*lengths)
+    spec = {name: spec[name] for name in ("input_ids", "masked_lm_ids")}
+    ids = next(iter(read_records(path).take(_CHECKED_RECORDS)
+                    .map(lambda record: tf.io.parse_single_example(record, spec))
+                    .ignore_errors().batch(_CHECKED_RECORDS)), None)
+    largest = max(int(tf.reduce_max(values)) for values in ids.values()) if ids else -1
+    if largest >= config.vocab_size:
+        raise InputFileError(f"{path} (from {flag}) holds token id {largest}, but "
+                             f"{config_file} has vocab_size {config.vocab_size}: the records "
+                             f"were made with another vocabulary; use its config")
 
 
 def _training_dataset_fn(job, train_files, text_files, seq_length, predictions,
@@ -299,13 +329,14 @@ def main():
     import keras
     import tensorflow as tf
 
-    from bert_tf.checkpoints import restore_weights, write_model_files
+    from bert_tf.checkpoints import restore_weights
     from bert_tf.config import BertConfig
     from bert_tf.data.pretraining.records_dataset import (expand_input_files,
                                                           naming_bad_input_files,
                                                           record_lengths)
     from bert_tf.text.vocab_size import check_vocab_size
     from bert_tf.training import distribution
+    from bert_tf.training.existing_run import check_existing_run, record_run
     from bert_tf.training.heldout_evaluation import HeldOutEvaluation
     from bert_tf.training.pretraining_export import export_pretrained
     from bert_tf.training.pretraining_trainer import PretrainingTrainer
@@ -341,6 +372,8 @@ def main():
     config = BertConfig.from_json_file(job.bert_config_file)
     if job.vocab_file:
         check_vocab_size(config, job.vocab_file, job.bert_config_file)
+    # Before anything is written there: a run of another model stays as it is.
+    check_existing_run(job.output_dir, config, job.vocab_file, _TOOL)
     lengths = {"the training input": seq_length} if train_files or text_files else {}
     if eval_files:
         lengths[f"{eval_files[0]} (from {eval_flag})"] = eval_lengths[0]
@@ -349,6 +382,11 @@ def main():
             raise app.UsageError(f"max_seq_length {length} exceeds max_position_embeddings "
                                  f"{config.max_position_embeddings} of {job.bert_config_file}"
                                  f" ({source})")
+    if train_files:
+        _check_token_ids(train_files[0], "--input_file", (seq_length, predictions), config,
+                         job.bert_config_file)
+    if eval_files:
+        _check_token_ids(eval_files[0], eval_flag, eval_lengths, config, job.bert_config_file)
 
     keras.utils.set_random_seed(job.seed)
     replicas = strategy.num_replicas_in_sync
@@ -367,7 +405,7 @@ def main():
         raise app.UsageError(f"{e} (--train_batch_size, --gradient_accumulation_steps)") from e
     chief = distribution.is_chief(strategy)
     if chief:  # the checkpoints are then complete for the fine-tuning tools' --init_checkpoint
-        write_model_files(job.output_dir, config, job.vocab_file)
+        record_run(job.output_dir, config, job.vocab_file, _TOOL)
     evaluation = (HeldOutEvaluation(trainer, eval_files, *eval_lengths, job.eval_batch_size,
                                     job.output_dir, job.max_eval_steps, chief)
                   if job.do_eval else None)

@@ -188,7 +188,7 @@ def main():
                if FLAGS.do_eval or FLAGS.do_predict else None)
 
     encoder = common.encoder_from_flags()
-    common.prepare_output_dir(encoder, vocab_file)
+    common.prepare_output_dir(encoder, vocab_file, "run_squad")
     # The paper's loss: the mean of the start and end cross-entropies.
     cross_entropy = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
     tuner = common.fine_tuner_from_flags(
@@ -201,7 +201,7 @@ def main():
             tf.data.Dataset.from_tensor_slices((features.inputs, features.labels())),
             len(features), drop_remainder=True))
     else:
-        common.restore_for_inference(tuner)
+        tuner.restore_latest()
 
     if predict:
         articles, examples, features = predict

@@ -53,8 +53,7 @@ class JobSettings:
     strategy: str = "one_device"
     jit_compile: bool = False
     global_batch_size: int = 32
-    num_train_steps: int = 800
-    num_warmup_steps: int = 80
+    num_train_steps: int = 800  # the first 10 % warm up, the tool's default for any number
     learning_rate: float = 1e-3
     save_checkpoints_steps: int = 200
     steps_per_execution: int = 20

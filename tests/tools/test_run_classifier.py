@@ -172,6 +172,45 @@ def test_without_training_it_evaluates_the_checkpoint_in_output_dir(workspace, s
                       f"--max_seq_length={SEQ}", "--do_eval")
     assert result.returncode != 0
     assert "needs a fine-tuned checkpoint in --output_dir" in result.stderr
+    assert not empty.exists()  # nothing written: a later training there is a new run
+
+
+def _files(directory):
+    return {name: (directory / name).read_bytes() for name in os.listdir(directory)
+            if (directory / name).is_file()}
+
+
+def test_a_run_of_another_task_or_model_in_output_dir_is_refused_and_kept(workspace, sst2_run,
+                                                                           tmp_path):
+    output_dir, _ = sst2_run
+    before = _files(output_dir)
+    # MRPC has SST-2's two labels: its weights would "resume" without an error.
+    mrpc = tmp_path / "MRPC"
+    mrpc.mkdir()
+    _write(mrpc / "train.tsv", [["Quality", "#1 ID", "#2 ID", "#1 String", "#2 String"],
+                                *[[label, "1", "2", text, text]
+                                  for text, label in _sentences(16, seed=3)]])
+    result = run_tool("run_classifier.py", *workspace["model"], *TRAIN_FLAGS[1:],
+                      "--task_name=MRPC", f"--data_dir={mrpc}", f"--output_dir={output_dir}",
+                      "--do_train", f"--num_train_steps={STEPS + 2}")
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines()[-1] == (
+        f"run_classifier: error: --output_dir {output_dir} holds a run of another task: "
+        f"trained by run_classifier SST-2 (run.json), this run is run_classifier MRPC; use a "
+        f"new --output_dir")
+
+    config = tmp_path / "bert_config.json"
+    tiny_config(num_hidden_layers=2).to_json_file(str(config))
+    result = run_tool("run_classifier.py", f"--bert_config_file={config}",
+                      f"--vocab_file={workspace['vocab']}", *TRAIN_FLAGS,
+                      f"--data_dir={workspace['sst2']}", f"--output_dir={output_dir}",
+                      "--do_train", "--do_eval", f"--num_train_steps={STEPS + 2}")
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines()[-1] == (
+        f"run_classifier: error: --output_dir {output_dir} holds a run of another model: "
+        f"bert_config.json differs in num_hidden_layers (1 there, 2 here); use a new "
+        f"--output_dir")
+    assert _files(output_dir) == before
 
 
 MNLI_HEADER = ["index", "promptID", "pairID", "genre", "sentence1_binary_parse",

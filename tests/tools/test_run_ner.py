@@ -168,6 +168,26 @@ def test_bad_input_names_file_and_line(data, trained, tmp_path):
         result.stderr)
 
 
+def test_a_run_stopped_by_bad_eval_data_leaves_nothing_that_blocks_its_rerun(data, tmp_path):
+    sentences = synthetic_sentences(60, seed=5)
+    # A cut of the training data without an I-LOC tag, which the dev data has.
+    write_conll(tmp_path / "train.txt", [s for s in sentences
+                                         if "I-LOC" not in [tag for _, tag in s]])
+    write_conll(tmp_path / "valid.txt", [[("New", "B-LOC"), ("York", "I-LOC")]])
+    flags = base_flags(data, tmp_path / "out", "--do_train", "--do_eval", "--num_train_steps=2",
+                       data_dir=tmp_path)
+    result = run_tool("run_ner.py", *flags)
+    assert result.returncode == 1
+    assert (f"{tmp_path}/valid.txt:4: tag 'I-LOC' is not one of the model's labels"
+            in result.stderr)
+    assert not (tmp_path / "out").exists()
+
+    write_conll(tmp_path / "train.txt", sentences)  # the data fixed: the rerun trains
+    result = run_tool("run_ner.py", *flags)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert (tmp_path / "out" / "label_list.txt").read_text().split() == LABELS
+
+
 def test_real_conll2003_from_minilm(tmp_path):
     """~50 training sentences of CoNLL-2003 from the real MiniLM weights (bfloat16, ~1 minute):
     the loss falls and entities start to be found (an untrained head finds ~none)."""

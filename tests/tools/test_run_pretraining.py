@@ -161,6 +161,49 @@ def test_without_the_other_input_flags_it_lists_what_is_missing(data):
             "none") in result.stderr
 
 
+def _files(directory):
+    return {name: open(os.path.join(directory, name), "rb").read()
+            for name in os.listdir(directory) if os.path.isfile(os.path.join(directory, name))}
+
+
+def test_a_run_of_another_model_in_output_dir_is_refused_and_kept(data, reference, tmp_path):
+    other = tmp_path / "bert_config.json"
+    other.write_text(json.dumps({**CONFIG, "hidden_size": 32, "num_attention_heads": 4}))
+    before = _files(reference)
+    flags = [flag for flag in training_flags(data, reference) if "bert_config_file" not in flag]
+    result = run_tool(TOOL, f"--bert_config_file={other}", *flags)
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines()[-1] == (
+        f"run_pretraining: error: --output_dir {reference} holds a run of another model: "
+        f"bert_config.json differs in hidden_size (16 there, 32 here), num_attention_heads (2 "
+        f"there, 4 here); use a new --output_dir")
+    assert _files(reference) == before
+
+
+def test_token_ids_beyond_the_configs_vocab_size_are_named(data, tmp_path):
+    records = tmp_path / "big_vocab.tfrecord"
+    instances = write_pretraining_records(records, 8, 16, 3, vocab_size=40, seed=7)
+    largest = max(max(i["input_ids"] + i["masked_lm_ids"]) for i in instances)
+    config = tmp_path / "bert_config.json"
+    config.write_text(json.dumps({**CONFIG, "vocab_size": 20}))
+    # The --init_checkpoint is never read: the held-out records are refused first.
+    result = run_tool(TOOL, f"--bert_config_file={config}", f"--input_file={data['train']}",
+                      f"--output_dir={tmp_path / 'out'}", "--nodo_train", "--do_eval",
+                      f"--eval_input_file={records}", "--init_checkpoint=unused",
+                      "--strategy=cpu")
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines()[-1] == (
+        f"run_pretraining: error: {records} (from --eval_input_file) holds token id {largest}, "
+        f"but {config} has vocab_size 20: the records were made with another vocabulary; use "
+        f"its config")
+    result = run_tool(TOOL, f"--bert_config_file={config}", f"--input_file={records}",
+                      f"--output_dir={tmp_path / 'out'}", "--num_train_steps=2",
+                      "--train_batch_size=8", "--strategy=cpu", "--nojit_compile")
+    assert result.returncode == 1
+    assert f"{records} (from --input_file) holds token id {largest}, but" in result.stderr
+    assert not (tmp_path / "out").exists()
+
+
 def test_flags_must_match_the_records(data, tmp_path):
     result = run_tool(TOOL, f"--bert_config_file={data['config']}", f"--input_file={data['train']}",
                       f"--output_dir={tmp_path}", "--max_seq_length=32")
@@ -285,8 +328,9 @@ def test_raw_text_trains_with_dynamic_masking_evaluates_gzip_records_and_exports
 def test_no_flags_runs_the_embedded_default_job_and_a_rerun_finds_it_done(tmp_path):
     output_dir = tmp_path / "default"
     # The default job at a smaller budget: what `bert-tf-run-pretraining` does.
+    # Its warmup follows --num_train_steps: 10 % of 20 steps, not its own 10 % of 800.
     budget = [f"--output_dir={output_dir}", "--embedded_corpus_mb=0.15",
-              "--embedded_vocab_size=600", "--num_train_steps=20", "--num_warmup_steps=2",
+              "--embedded_vocab_size=600", "--num_train_steps=20",
               "--steps_per_execution=5", "--save_checkpoints_steps=10"]
     result = run_tool(TOOL, *budget)
     assert result.returncode == 0, result.stderr[-3000:]
@@ -302,8 +346,11 @@ def test_no_flags_runs_the_embedded_default_job_and_a_rerun_finds_it_done(tmp_pa
                                          vocab_size=len(vocab))
     assert 200 < len(vocab) <= 600 * 1.05   # tf.text's learner aims at the size +- 5 %
     assert latest_step(output_dir) == 20
-    losses = [loss for _, loss in scalar_curves(os.path.join(output_dir, "train"))["loss"]]
+    scalars = scalar_curves(os.path.join(output_dir, "train"))
+    losses = [loss for _, loss in scalars["loss"]]
     assert len(losses) == 4 and losses[-1] < losses[0] - 0.5, losses   # it learns
+    np.testing.assert_allclose([rate for _, rate in scalars["learning_rate"]], [
+        googles_learning_rate(step - 1, 1e-3, 20, 2) for step in (5, 10, 15, 20)], rtol=1e-5)
     results = eval_results(output_dir)
     assert results["global_step"] == 20 and results["examples"] > 0
 
@@ -327,3 +374,10 @@ def test_no_flags_runs_the_embedded_default_job_and_a_rerun_finds_it_done(tmp_pa
     assert f"{export} exists already: not exported again" in rerun.stderr
     assert f"encoder SavedModel {export} " in rerun.stdout
     assert os.listdir(output_dir / "export") == ["20"] and latest_step(output_dir) == 20
+
+
+def test_the_embedded_jobs_steps_are_not_blamed_on_the_user(tmp_path):
+    result = run_tool(TOOL, f"--output_dir={tmp_path}", "--num_warmup_steps=900")
+    assert result.returncode != 0
+    assert ("run_pretraining: error: --num_warmup_steps must be in [0, 800] (the embedded "
+            "default job's steps), got 900") in result.stderr
