@@ -44,6 +44,18 @@ def test_preprocess_needs_only_the_vocabulary(tmp_path, special_tokens_in_string
         np.testing.assert_array_equal(packed[key], value)
 
 
+@pytest.mark.parametrize("seq_length", [0, 2])
+def test_preprocess_refuses_a_seq_length_too_short_in_one_line(tmp_path, seq_length):
+    base = tmp_path / "preprocess"
+    result = run_tool("export_savedmodel.py", "--export_type=preprocess",
+                      f"--vocab_file={write_vocab(tmp_path)}", f"--seq_length={seq_length}",
+                      f"--output_dir={base}")
+    assert result.returncode == 1
+    assert result.stderr.splitlines() == [
+        f"export_savedmodel: error: seq_length must be at least 3, got {seq_length}."]
+    assert not os.path.exists(base)
+
+
 def test_classifier_from_a_fine_tuned_checkpoint(tmp_path):
     vocab_file = write_vocab(tmp_path)
     keras.utils.set_random_seed(3)
