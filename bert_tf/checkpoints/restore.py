@@ -168,8 +168,12 @@ def restore_weights(model, path, pretraining_heads="if_present", model_name=None
     elif isinstance(model, BertPretrainer) and pretraining_heads:
         logger.warning("%s has no pre-training heads (cls/...): they keep their random "
                        "initialisation", resolved)
+    # Heads asked for where there are none: the checkpoint, not the config, is the wrong one.
+    hint = ("It has no pre-training heads (cls/...) at all, only an encoder: load a "
+            "BertEncoder from it, or pass pretraining_heads=\"if_present\"."
+            if heads_loaded and not head_names else None)
     # One all-or-nothing assignment: a bad checkpoint leaves the whole model unchanged.
-    loaded = loading.assign_weights(pairs, arrays, source=resolved)
+    loaded = loading.assign_weights(pairs, arrays, source=resolved, hint=hint)
     if unused:
         logger.warning("%s: %d tensor(s) not used by the encoder: %s", resolved, len(unused),
                        ", ".join(unused))

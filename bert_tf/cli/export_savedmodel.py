@@ -58,7 +58,7 @@ def define_flags():
 
 def _writer():
     """A function writing the requested SavedModel into a directory."""
-    from bert_tf.checkpoints import load_model, vocab_beside_checkpoint
+    from bert_tf.checkpoints import has_pretraining_heads, load_model, vocab_beside_checkpoint
     from bert_tf.export import (export_encoder, export_preprocessor, export_task_model,
                                 load_task_model)
     from bert_tf.export.text_inputs import check_seq_length
@@ -74,6 +74,12 @@ def _writer():
             special_tokens_in_strings=FLAGS.special_tokens_in_strings)
     if not FLAGS.init_checkpoint:
         raise app.UsageError(f"--export_type={FLAGS.export_type} needs --init_checkpoint.")
+    if FLAGS.export_type == "encoder_with_mlm" and not has_pretraining_heads(
+            FLAGS.init_checkpoint):
+        raise ValueError(f"--export_type=encoder_with_mlm needs a masked-LM head, and "
+                         f"{FLAGS.init_checkpoint} has none (no pre-training heads, cls/...): "
+                         f"export its encoder with --export_type=encoder, or use a checkpoint "
+                         f"written by run_pretraining or converted from Google's.")
     vocab_file = FLAGS.vocab_file or vocab_beside_checkpoint(FLAGS.init_checkpoint)
     _stage(f"loading {FLAGS.init_checkpoint}")
     if FLAGS.export_type in ("encoder", "encoder_with_mlm"):

@@ -12,6 +12,7 @@ import tensorflow as tf
 import tensorflow_text  # noqa: F401  (the preprocessing SavedModel uses tf.text ops)
 
 from bert_tf import BertEncoder
+from bert_tf.checkpoints import save_checkpoint
 from bert_tf.models.bert_classifier import BertClassifier
 from bert_tf.text.bert_preprocessor import BertPreprocessor
 from tests.export.tiny_models import (tiny_config, write_pretrained_checkpoint,
@@ -53,6 +54,22 @@ def test_preprocess_refuses_a_seq_length_too_short_in_one_line(tmp_path, seq_len
     assert result.returncode == 1
     assert result.stderr.splitlines() == [
         f"export_savedmodel: error: seq_length must be at least 3, got {seq_length}."]
+    assert not os.path.exists(base)
+
+
+def test_encoder_with_mlm_says_the_checkpoint_has_no_masked_lm_head(tmp_path):
+    checkpoint_dir = str(tmp_path / "encoder_only")
+    save_checkpoint(checkpoint_dir, BertEncoder(tiny_config(num_hidden_layers=1)),
+                    vocab_file=write_vocab(tmp_path))
+    base = tmp_path / "mlm"
+    result = run_tool("export_savedmodel.py", "--export_type=encoder_with_mlm",
+                      f"--init_checkpoint={checkpoint_dir}", f"--output_dir={base}")
+    assert result.returncode == 1
+    assert result.stderr.splitlines() == [
+        f"export_savedmodel: error: --export_type=encoder_with_mlm needs a masked-LM head, and "
+        f"{checkpoint_dir} has none (no pre-training heads, cls/...): export its encoder with "
+        f"--export_type=encoder, or use a checkpoint written by run_pretraining or converted "
+        f"from Google's."]
     assert not os.path.exists(base)
 
 
