@@ -97,6 +97,23 @@ def test_classifier_from_a_fine_tuned_checkpoint(tmp_path):
         [b"negative", b"positive"][i] for i in logits.argmax(-1)]
 
 
+@pytest.mark.parametrize("export_type, model", [("ner", "BertTokenClassifier"),
+                                                 ("squad", "BertSpanLabeler")])
+def test_another_tasks_export_type_is_refused(tmp_path, export_type, model):
+    classifier = BertClassifier(BertEncoder(tiny_config(num_hidden_layers=1)), num_classes=2)
+    checkpoint_dir = tmp_path / "sst2"
+    prefix = write_task_checkpoint(str(checkpoint_dir), classifier)
+    base = tmp_path / export_type
+    result = run_tool("export_savedmodel.py", f"--export_type={export_type}",
+                      f"--init_checkpoint={checkpoint_dir}", "--label_names=O,B-X",
+                      f"--vocab_file={write_vocab(tmp_path)}", f"--output_dir={base}")
+    assert result.returncode == 1
+    assert result.stderr.splitlines()[-1] == (
+        f"export_savedmodel: error: {prefix} holds a fine-tuned BertClassifier, not a "
+        f"{export_type} model ({model}).")
+    assert not os.path.exists(base)
+
+
 def test_a_checkpoint_without_a_task_model_is_a_clear_error(tmp_path):
     vocab_file = write_vocab(tmp_path)
     checkpoint_dir = str(tmp_path / "pretrained")
