@@ -7,6 +7,7 @@ Example:
 """
 
 import dataclasses
+import difflib
 import json
 import os
 
@@ -31,6 +32,20 @@ SIZE_LIMITS = {
 }
 # And on the whole: 10 billion parameters (40 GB in float32), 30x BERT-Large's 335 million.
 MAX_PARAMETERS = 10_000_000_000
+
+# The keys a config file must have: every key of Google's bert_config.json, which Hugging
+# Face's BERT config.json always has too. Only layer_norm_eps may be missing (Google's files do
+# not have it; their 1e-12 is the default). A missing key is refused, not defaulted: a default
+# silently trains or loads another model than the file describes.
+FILE_KEYS = ("vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
+             "intermediate_size", "hidden_act", "hidden_dropout_prob",
+             "attention_probs_dropout_prob", "max_position_embeddings", "type_vocab_size",
+             "initializer_range")
+# An unknown key at least this similar (difflib's ratio) to a known one is taken for its
+# misspelling: "hidden_sizes" scores 0.96, "num_hidden_layer" 0.97. Other unknown keys are
+# Hugging Face's (model_type, architectures, pad_token_id, ...) and ignored; the closest of
+# those, bert-base-chinese's pooler_num_attention_heads, scores 0.84 to num_attention_heads.
+MISSPELLING_SIMILARITY = 0.85
 
 
 def official_config_dir():
@@ -118,9 +133,24 @@ class BertConfig:
     @classmethod
     def from_json_file(cls, path):
         """Reads a `bert_config.json` (or Hugging Face `config.json`); every problem is a
-        one-line ValueError naming `path`."""
-        values = read_json_file(path)
+        one-line ValueError naming `path` (see `from_json_values`)."""
+        return cls.from_json_values(read_json_file(path), path)
+
+    @classmethod
+    def from_json_values(cls, values, path):
+        """The config that the parsed JSON file `path` holds. Stricter than `from_dict`: every
+        key of `FILE_KEYS` must be there, and an unknown key that looks like a misspelling of
+        a known one is refused; other unknown keys (Hugging Face's) are ignored. All problems
+        go into one one-line ValueError naming `path`.
+
+        Example:
+            >>> BertConfig.from_json_values({**google_config, "hidden_sizes": 128}, "c.json")
+            ValueError: c.json: Invalid BertConfig: 'hidden_size' is missing; unknown key
+            'hidden_sizes': did you mean 'hidden_size'?
+        """
         try:
+            if isinstance(values, dict):
+                _check_file_keys(values)
             return cls.from_dict(values)
         except ValueError as e:
             raise ValueError(f"{path}: {e}") from None
@@ -145,6 +175,20 @@ class BertConfig:
         """Writes the config to `path`: a local or remote (`gs://...`) file."""
         with open_file(path, "w") as f:
             f.write(self.to_json_string())
+
+
+def _check_file_keys(values):
+    """Raises ValueError listing the `FILE_KEYS` missing from `values` and its keys that look
+    like misspelt known ones."""
+    known = [field.name for field in dataclasses.fields(BertConfig)]
+    problems = [f"{key!r} is missing" for key in FILE_KEYS if key not in values]
+    for key in values:
+        if key not in known:
+            close = difflib.get_close_matches(key.lower(), known, n=1,
+                                              cutoff=MISSPELLING_SIMILARITY)
+            problems += [f"unknown key {key!r}: did you mean {close[0]!r}?"] if close else []
+    if problems:
+        raise ValueError("Invalid BertConfig: " + "; ".join(problems))
 
 
 def _is_number(value):

@@ -90,6 +90,59 @@ def test_missing_vocab_size_and_bad_json(tmp_path):
         BertConfig.from_json_file(path)
 
 
+def _write_tiny_config(tmp_path, change):
+    """bert_tiny.json after `change(values)`; returns its path."""
+    with open(os.path.join(CONFIG_DIR, "bert_tiny.json")) as f:
+        values = json.load(f)
+    change(values)
+    path = tmp_path / "bert_config.json"
+    path.write_text(json.dumps(values))
+    return str(path)
+
+
+@pytest.mark.parametrize("key", ["vocab_size", "hidden_size", "num_hidden_layers",
+                                 "num_attention_heads", "intermediate_size", "hidden_act",
+                                 "hidden_dropout_prob", "attention_probs_dropout_prob",
+                                 "max_position_embeddings", "type_vocab_size",
+                                 "initializer_range"])
+def test_a_config_file_missing_a_key_is_refused_not_defaulted(tmp_path, key):
+    path = _write_tiny_config(tmp_path, lambda values: values.pop(key))
+    with pytest.raises(ValueError) as error:
+        BertConfig.from_json_file(path)
+    assert str(error.value) == f"{path}: Invalid BertConfig: '{key}' is missing"
+
+
+def test_a_misspelt_key_is_named_with_the_key_meant(tmp_path):
+    def misspell(values):
+        values["hidden_sizes"] = values.pop("hidden_size")
+        values["num_hidden_layer"] = values["num_hidden_layers"]
+        values["HIDDEN_DROPOUT_PROB"] = 0.2
+
+    path = _write_tiny_config(tmp_path, misspell)
+    with pytest.raises(ValueError) as error:
+        BertConfig.from_json_file(path)
+    assert str(error.value) == (
+        f"{path}: Invalid BertConfig: 'hidden_size' is missing; unknown key 'hidden_sizes': did "
+        f"you mean 'hidden_size'?; unknown key 'num_hidden_layer': did you mean "
+        f"'num_hidden_layers'?; unknown key 'HIDDEN_DROPOUT_PROB': did you mean "
+        f"'hidden_dropout_prob'?")
+
+
+def test_hugging_face_config_files_keep_loading_with_their_own_keys(tmp_path):
+    # bert-base-chinese's config.json: Hugging Face's keys and Google's pooler_* ones.
+    extra = {"architectures": ["BertForMaskedLM"], "model_type": "bert", "pad_token_id": 0,
+             "directionality": "bidi", "pooler_fc_size": 768, "pooler_num_attention_heads": 12,
+             "pooler_num_fc_layers": 3, "pooler_size_per_head": 128,
+             "pooler_type": "first_token_transform",
+             "position_embedding_type": "absolute", "use_cache": True, "classifier_dropout": None,
+             "transformers_version": "4.6.0.dev0", "layer_norm_eps": 1e-12,
+             "gradient_checkpointing": False, "torch_dtype": "float32"}
+    path = _write_tiny_config(tmp_path, lambda values: values.update(extra))
+    assert BertConfig.from_json_file(path) == BertConfig.from_name("bert_tiny")
+    # Google's files have no layer_norm_eps: it is the one key that may be missing.
+    assert BertConfig.from_name("bert_tiny").layer_norm_eps == 1e-12
+
+
 def test_unknown_name_lists_the_known_ones():
     with pytest.raises(ValueError, match="bert_base"):
         BertConfig.from_name("bert_huge")

@@ -32,9 +32,11 @@ class ConversionResult:
 def convert_checkpoint(checkpoint, output_dir, bert_config_file=None):
     """Reads `checkpoint` (any format `detect_format` knows), checks that every encoder weight
     is there with the right shape (else `CheckpointMismatchError` listing all problems), and
-    writes it with its heads, `bert_config.json` and `vocab.txt` into `output_dir`."""
+    writes it with its heads, `bert_config.json` and `vocab.txt` into `output_dir`, which must
+    be new or empty (checked before anything is read)."""
     from bert_tf.models.bert_encoder import BertEncoder
 
+    tf2.check_new_output_dir(output_dir)
     weights = sources.read_weights(checkpoint, bert_config_file)
     encoder = BertEncoder(weights.config)
     loaded = loading.load_encoder_weights(encoder, weights.arrays, source=weights.source)

@@ -8,6 +8,11 @@ A checkpoint is `tf.train.Checkpoint(**objects)` where `objects` holds, by key:
                      Google name (`cls/predictions/...`), so that a converted Google checkpoint
                      and a pre-training job write the same thing
   model              a fine-tuned task model (encoder + head), written by fine-tuning
+  model_classes      beside `model`: an object without variables whose children are named after
+                     the task model's class and its task bases (`BertClassifier`,
+                     `BertTokenClassifier`, ...), since a sentence classifier's head and a
+                     token classifier's have the same names and shapes (older checkpoints
+                     lack it)
   optimizer          the optimizer with its slots and iteration count (training jobs)
   global_step        the pre-training step counter
   dropout_rng        the dropout layers' random-number states (resumed jobs draw the same masks)
@@ -35,6 +40,7 @@ from bert_tf.checkpoints import names as names_lib
 from bert_tf.checkpoints.damaged_files import open_tf_checkpoint
 from bert_tf.config import BertConfig
 from bert_tf.models.bert_encoder import BertEncoder
+from bert_tf.models.bert_task_model import BertTaskModel
 
 logger = logging.getLogger("bert_tf.checkpoints")
 
@@ -43,6 +49,7 @@ HEADS_KEY = "pretraining_heads"
 HEADS_ATTRIBUTE = "by_google_name"
 HEADS_PATH = (HEADS_KEY, HEADS_ATTRIBUTE)
 TASK_MODEL_KEY = "model"
+TASK_MODEL_CLASSES_KEY = "model_classes"
 OPTIMIZER_KEY = "optimizer"
 STEP_KEY = "global_step"
 DROPOUT_RNG_KEY = "dropout_rng"
@@ -77,7 +84,27 @@ def training_checkpoint(encoder, heads=None, task_model=None, optimizer=None, st
                        (STEP_KEY, step), (DROPOUT_RNG_KEY, dropout_rng)):
         if value is not None:
             objects[key] = value
+    class_names = task_model_classes(type(task_model))
+    if class_names:
+        # Child objects without variables: restoring a checkpoint written without them (a
+        # run resumed after an upgrade) still matches every object that has values.
+        marker = tf.Module(name=TASK_MODEL_CLASSES_KEY)
+        for name in class_names:
+            setattr(marker, name, tf.Module(name=name))
+        objects[TASK_MODEL_CLASSES_KEY] = marker
     return tf.train.Checkpoint(**objects)
+
+
+def task_model_classes(model_class):
+    """The names of `model_class` and of its bases that are task models, most derived first:
+    what a checkpoint records of a task model (`TASK_MODEL_CLASSES_KEY`).
+
+    Example:
+        >>> task_model_classes(BertTokenClassifier)
+        ['BertTokenClassifier']
+    """
+    return [cls.__name__ for cls in model_class.__mro__
+            if issubclass(cls, BertTaskModel) and cls is not BertTaskModel]
 
 
 def checkpoint_manager(checkpoint, directory, max_to_keep):

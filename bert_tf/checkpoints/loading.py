@@ -39,7 +39,7 @@ class CheckpointMismatchError(ValueError):
         super().__init__("\n".join(lines))
 
 
-def assign_weights(pairs, arrays, source=None):
+def assign_weights(pairs, arrays, source=None, hint=None):
     """Assigns `arrays[name]` to each variable of `pairs`, or nothing at all.
 
     Args:
@@ -50,6 +50,7 @@ def assign_weights(pairs, arrays, source=None):
       arrays: a mapping from Google name to array, e.g. `read_weights(path).arrays` (Google's
         layout, float32).
       source: named in the error message.
+      hint: what the error message ends with (default: a question about the config).
 
     Returns:
       The list of Google names assigned, in `pairs` order.
@@ -74,7 +75,7 @@ def assign_weights(pairs, arrays, source=None):
             continue
         plan.append((variable, name, value))
     if missing or mismatched:
-        raise CheckpointMismatchError(missing, mismatched, source=source)
+        raise CheckpointMismatchError(missing, mismatched, source=source, hint=hint)
     for variable, _, value in plan:
         variable.assign(value.astype(_numpy_dtype(variable)))
     return [name for _, name, _ in plan]

@@ -95,8 +95,19 @@ def _task_model_graph(fmt, resolved):
     return graph
 
 
+def _check_task_model_class(graph, model_class, model_name):
+    """ValueError naming both when the checkpoint records a task model of a class unrelated to
+    `model_class` (a checkpoint that records none passes: its shapes are checked later)."""
+    saved = graph.child_names((layout.TASK_MODEL_CLASSES_KEY,))
+    if saved and not set(saved) & set(layout.task_model_classes(model_class)):
+        asked = model_class.__name__
+        raise ValueError(f"{graph.prefix} holds a fine-tuned {saved[0]}, not a {model_name}"
+                         + (f" ({asked})." if model_name != asked else "."))
+
+
 def _restore_task_model(model, fmt, resolved, model_name):
     graph = _task_model_graph(fmt, resolved)
+    _check_task_model_class(graph, type(model), model_name)
     # Every variable of the model is looked up (and its shape compared) before any is
     # assigned, so that a checkpoint of another task or config leaves the model unchanged.
     # The optimizer's slots and counters, if saved, are not needed.
@@ -168,8 +179,12 @@ def restore_weights(model, path, pretraining_heads="if_present", model_name=None
     elif isinstance(model, BertPretrainer) and pretraining_heads:
         logger.warning("%s has no pre-training heads (cls/...): they keep their random "
                        "initialisation", resolved)
+    # Heads asked for where there are none: the checkpoint, not the config, is the wrong one.
+    hint = ("It has no pre-training heads (cls/...) at all, only an encoder: load a "
+            "BertEncoder from it, or pass pretraining_heads=\"if_present\"."
+            if heads_loaded and not head_names else None)
     # One all-or-nothing assignment: a bad checkpoint leaves the whole model unchanged.
-    loaded = loading.assign_weights(pairs, arrays, source=resolved)
+    loaded = loading.assign_weights(pairs, arrays, source=resolved, hint=hint)
     if unused:
         logger.warning("%s: %d tensor(s) not used by the encoder: %s", resolved, len(unused),
                        ", ".join(unused))
@@ -206,6 +221,9 @@ def load_model(path, model_class=BertEncoder, *, config=None, bert_config_file=N
         name).
       **model_arguments: passed to `model_class` (e.g. `dropout_rate`).
     """
+    if issubclass(model_class, BertTaskModel):  # the wrong task is named before any loading
+        _check_task_model_class(_task_model_graph(*sources.detect_format(path)), model_class,
+                                model_name or model_class.__name__)
     if config is None:
         config = sources.read_config(path, bert_config_file)
     encoder = BertEncoder(config, dtype=dtype)

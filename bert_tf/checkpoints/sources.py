@@ -187,10 +187,7 @@ def _config_from_file(config_path):
         raise UnsupportedCheckpointError(
             f"{config_path}: position_embedding_type {position_type!r} is not supported "
             f"(BERT's learned absolute positions only)")
-    try:
-        return BertConfig.from_dict(values)
-    except ValueError as e:
-        raise ValueError(f"{config_path}: {e}") from None
+    return BertConfig.from_json_values(values, config_path)
 
 
 def vocab_beside_checkpoint(path, required=True):

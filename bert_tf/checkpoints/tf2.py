@@ -50,19 +50,42 @@ def read_arrays(prefix, config):
     return arrays, ignored, unused
 
 
+def check_new_output_dir(output_dir, vocab_file=None):
+    """Raises FileExistsError naming what `output_dir` holds unless it is missing or empty, so
+    that writing a checkpoint there overwrites nothing. `vocab_file` may be there when it is
+    `output_dir/vocab.txt` itself (it is kept as it is).
+
+    Example:
+        >>> check_new_output_dir("mymodel")
+        FileExistsError: mymodel is not empty (bert_config.json, vocab.txt): write the
+        checkpoint into a new or empty directory
+    """
+    if not os.path.isdir(output_dir):
+        if os.path.exists(output_dir):
+            raise FileExistsError(f"{output_dir} is a file, not a directory: write the "
+                                  f"checkpoint into a new or empty directory")
+        return
+    kept = os.path.join(output_dir, layout.VOCAB_FILE)
+    entries = sorted(name for name in os.listdir(output_dir) if not (
+        vocab_file and os.path.abspath(vocab_file) == os.path.abspath(kept)
+        and name == layout.VOCAB_FILE))
+    if entries:
+        listed = ", ".join(entries[:5]) + (f" and {len(entries) - 5} more"
+                                           if len(entries) > 5 else "")
+        raise FileExistsError(f"{output_dir} is not empty ({listed}): write the checkpoint "
+                              f"into a new or empty directory")
+
+
 def save_checkpoint(output_dir, encoder, heads=None, vocab_file=None):
     """Writes `encoder` (and `heads`, Google-named arrays) as this package's checkpoint.
 
     Writes `output_dir/ckpt-1.*`, the `checkpoint` state file, `bert_config.json` and a copy of
-    `vocab_file`. Refuses a directory that already holds a checkpoint (nothing is overwritten).
-    Returns the checkpoint prefix.
+    `vocab_file`. Refuses a directory that holds anything else (`check_new_output_dir`):
+    nothing is overwritten. Returns the checkpoint prefix.
     """
     output_dir = os.fspath(output_dir)
+    check_new_output_dir(output_dir, vocab_file)
     os.makedirs(output_dir, exist_ok=True)
-    existing = [f for f in os.listdir(output_dir) if f == "checkpoint" or f.endswith(".index")]
-    if existing:
-        raise FileExistsError(f"{output_dir} already holds a checkpoint ({existing[0]}); "
-                              f"choose an empty output directory")
     checkpoint = layout.training_checkpoint(encoder, heads={
         name: np.asarray(value, np.float32) for name, value in (heads or {}).items()})
     prefix = layout.checkpoint_manager(checkpoint, output_dir, max_to_keep=1).save()

@@ -24,7 +24,8 @@ FLAGS = flags.FLAGS
 def define_flags():
     flags.DEFINE_string("checkpoint", None, "Google checkpoint prefix or directory, or Hugging "
                         "Face directory / model.safetensors.")
-    flags.DEFINE_string("output_dir", None, "Empty directory to write the TF2 checkpoint into.")
+    flags.DEFINE_string("output_dir", None, "New or empty directory to write the TF2 checkpoint "
+                        "into (one holding any file is refused).")
     flags.DEFINE_string("bert_config_file", None, "bert_config.json to use instead of the one "
                         "beside the checkpoint.")
     flags.mark_flags_as_required(["checkpoint", "output_dir"])

@@ -44,7 +44,8 @@ def define_flags():
     define_checkpoint_flags("Checkpoint directory or prefix (this package's; for the encoder "
                             "exports also Google's or Hugging Face's).")
     flags.DEFINE_integer("seq_length", 128, "Packed sequence length of the preprocess and task "
-                         "exports (encoder signatures take any length).")
+                         "exports: at least 3, at most the encoder's max_position_embeddings "
+                         "(encoder signatures take any length).")
     flags.DEFINE_integer("version", None, "Version number; defaults to the next free one.")
     flags.DEFINE_bool("text_pairs", False, "classifier: take text_a/text_b instead of text.")
     flags.DEFINE_list("label_names", None, "classifier/ner: a name per class, in class order.")
@@ -57,20 +58,28 @@ def define_flags():
 
 def _writer():
     """A function writing the requested SavedModel into a directory."""
-    from bert_tf.checkpoints import load_model, vocab_beside_checkpoint
+    from bert_tf.checkpoints import has_pretraining_heads, load_model, vocab_beside_checkpoint
     from bert_tf.export import (export_encoder, export_preprocessor, export_task_model,
                                 load_task_model)
+    from bert_tf.export.text_inputs import check_seq_length
     from bert_tf.models.bert_encoder import BertEncoder
     from bert_tf.models.bert_pretrainer import BertPretrainer
 
     if FLAGS.export_type == "preprocess":
         if not FLAGS.vocab_file:
             raise app.UsageError("--export_type=preprocess needs --vocab_file.")
+        check_seq_length(FLAGS.seq_length)
         return lambda path: export_preprocessor(
             path, FLAGS.vocab_file, FLAGS.do_lower_case, seq_length=FLAGS.seq_length,
             special_tokens_in_strings=FLAGS.special_tokens_in_strings)
     if not FLAGS.init_checkpoint:
         raise app.UsageError(f"--export_type={FLAGS.export_type} needs --init_checkpoint.")
+    if FLAGS.export_type == "encoder_with_mlm" and not has_pretraining_heads(
+            FLAGS.init_checkpoint):
+        raise ValueError(f"--export_type=encoder_with_mlm needs a masked-LM head, and "
+                         f"{FLAGS.init_checkpoint} has none (no pre-training heads, cls/...): "
+                         f"export its encoder with --export_type=encoder, or use a checkpoint "
+                         f"written by run_pretraining or converted from Google's.")
     vocab_file = FLAGS.vocab_file or vocab_beside_checkpoint(FLAGS.init_checkpoint)
     _stage(f"loading {FLAGS.init_checkpoint}")
     if FLAGS.export_type in ("encoder", "encoder_with_mlm"):
@@ -79,6 +88,7 @@ def _writer():
                            bert_config_file=FLAGS.bert_config_file)
         return lambda path: export_encoder(path, model, vocab_file, FLAGS.do_lower_case)
     model = load_task_model(FLAGS.export_type, FLAGS.init_checkpoint, FLAGS.bert_config_file)
+    check_seq_length(FLAGS.seq_length, model.encoder.config.max_position_embeddings)
     return lambda path: export_task_model(
         path, FLAGS.export_type, model, vocab_file, FLAGS.do_lower_case,
         seq_length=FLAGS.seq_length, text_pairs=FLAGS.text_pairs, label_names=FLAGS.label_names,

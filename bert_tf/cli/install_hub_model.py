@@ -3,11 +3,11 @@
 Exports the encoder of --init_checkpoint (with its MLM head when the checkpoint has one) as
 `<name>` and the matching text preprocessing as `<name>_preprocess`, into the local model
 directory: --hub_dir, else $BERT_TF_HUB_DIR, else ~/.cache/bert_tf/hub. Each install adds a new
-version (`<dir>/<name>/<version>/`); names resolve to the highest. Without --name the config
-names the model: bert_tf_base (L12 H768 A12), bert_tf_large (L24 H1024 A16), bert_tf_L{L}_H{H}
-for the compact models (A = H/64), else bert_tf_L{L}_H{H}_A{A}; "_cased" with
---nodo_lower_case. Any process that imports tensorflow_hub then resolves the names, without
-importing bert_tf.
+version of both (`<dir>/<name>/<version>/`, one number for the two; neither if either fails);
+names resolve to the highest. Without --name the config names the model: bert_tf_base (L12
+H768 A12), bert_tf_large (L24 H1024 A16), bert_tf_L{L}_H{H} for the compact models (A = H/64),
+else bert_tf_L{L}_H{H}_A{A}; "_cased" with --nodo_lower_case. Any process that imports
+tensorflow_hub then resolves the names, without importing bert_tf.
 
 Example (Google's BERT-Base, uncased; or any checkpoint convert_checkpoint.py wrote):
     bert-tf-install-hub-model --init_checkpoint=uncased_L-12_H-768_A-12
@@ -27,7 +27,8 @@ def define_flags():
                             "Hugging Face's.")
     flags.DEFINE_string("name", None, "Short model name, bert_tf_...; default: from the config "
                         "(bert_tf_base, bert_tf_L4_H256, bert_tf_L6_H384_A12_cased, ...).")
-    flags.DEFINE_integer("seq_length", 128, "The preprocessor's packed sequence length.")
+    flags.DEFINE_integer("seq_length", 128, "The preprocessor's packed sequence length: 3 to "
+                         "the encoder's max_position_embeddings.")
     flags.DEFINE_string("hub_dir", None, "Model directory; defaults to $BERT_TF_HUB_DIR or "
                         "~/.cache/bert_tf/hub.")
     flags.mark_flags_as_required(["init_checkpoint"])

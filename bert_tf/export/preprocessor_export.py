@@ -26,7 +26,7 @@ convention: `bert_pack_inputs` may be given any `seq_length` later), so it keeps
 import tensorflow as tf
 
 from bert_tf.export.serving_layout import make_world_readable
-from bert_tf.export.text_inputs import cut_texts
+from bert_tf.export.text_inputs import check_seq_length, cut_texts
 from bert_tf.text.bert_packer import BertPacker
 from bert_tf.text.bert_tokenizer import BertTokenizer
 
@@ -72,8 +72,9 @@ def export_preprocessor(output_dir, vocab_file, do_lower_case, seq_length=128,
     `[batch, words, pieces]`) and `bert_pack_inputs(list_of_tokenized, seq_length=N)` for 1 to 3
     segments and any N, the vocabulary as the asset `vocab_file`, and the variables
     `do_lower_case` and `special_tokens_in_strings`. The `serving_default` signature maps
-    `text` to the three inputs.
+    `text` to the three inputs. `seq_length` must pass `check_seq_length`: at least 3.
     """
+    check_seq_length(seq_length)
     module = _Preprocessor(vocab_file, do_lower_case, seq_length, truncation,
                            special_tokens_in_strings)
     for ragged_rank in (1, 2):

@@ -3,7 +3,9 @@
 TF Serving (and `tools/serve.py`) watch `<model_base_path>` and load every directory whose
 name is a positive integer as that version of the model. A version directory must therefore
 appear complete or not at all: `write_version` writes into a hidden temporary directory beside
-it (its name is not a number, so servers ignore it) and renames that into place.
+it (its name is not a number, so servers ignore it) and renames that into place;
+`write_versions` does so for several models that belong together (an encoder and its
+preprocessor), renaming none of them into place unless all were written.
 
 Example:
     >>> write_version("/models/sst2", lambda path: export_something(path))   # first version
@@ -73,28 +75,66 @@ def write_version(base_path, write_savedmodel, version=None):
         version: positive integer; defaults to one more than the highest existing version (1
             for a new model). An existing version is never overwritten.
     """
+    return write_versions({base_path: write_savedmodel}, version=version)[base_path]
+
+
+def _next_version(base_path):
+    existing = (version_numbers(tf.io.gfile.listdir(base_path))
+                if tf.io.gfile.isdir(base_path) else [])
+    return max(existing, default=0) + 1
+
+
+def write_versions(writers, version=None):
+    """Writes a new version of several models together, all or nothing, as `write_version`
+    writes one: every SavedModel is written into its staging directory first, and only when
+    all of them succeeded are they renamed into place. A failure leaves every base path as it
+    was (a base path this call created is removed again).
+
+    Args:
+        writers: `{base_path: write_savedmodel}`.
+        version: the version number all of them get; defaults to one more than the highest
+            existing version of any of them, so that versions written together share a number.
+
+    Returns:
+        `{base_path: version directory}`.
+
+    Example (an encoder and its preprocessor, which are only of use together):
+        >>> write_versions({"hub/bert": write_encoder, "hub/bert_preprocess": write_preprocess})
+        {'hub/bert': 'hub/bert/3', 'hub/bert_preprocess': 'hub/bert_preprocess/3'}
+    """
     if version is None:
-        existing = (version_numbers(tf.io.gfile.listdir(base_path))
-                    if tf.io.gfile.isdir(base_path) else [])
-        version = max(existing, default=0) + 1
+        version = max(_next_version(base_path) for base_path in writers)
     if not isinstance(version, int) or version < 1:
         raise ValueError(f"The model version must be a positive integer, got {version!r}.")
-    final_dir = tf.io.gfile.join(base_path, str(version))
-    if tf.io.gfile.exists(final_dir):
-        raise FileExistsError(f"{final_dir} already exists: version {version} of this model is "
-                              f"taken; choose another version or base path.")
-    if not tf.io.gfile.isdir(base_path):
-        tf.io.gfile.makedirs(base_path)
-        if _is_local(base_path):
-            os.chmod(base_path, DIRECTORY_MODE)
-    staging_dir = tf.io.gfile.join(base_path, f".{version}-incomplete-{uuid.uuid4().hex[:12]}")
-    tf.io.gfile.makedirs(staging_dir)
+    final_dirs = {base_path: tf.io.gfile.join(base_path, str(version)) for base_path in writers}
+    for final_dir in final_dirs.values():
+        if tf.io.gfile.exists(final_dir):
+            raise FileExistsError(f"{final_dir} already exists: version {version} of this "
+                                  f"model is taken; choose another version or base path.")
+    created, staged, renamed = [], {}, []
     try:
-        write_savedmodel(staging_dir)
-        make_world_readable(staging_dir)
-        rename_directory(staging_dir, final_dir)
+        for base_path, write_savedmodel in writers.items():
+            if not tf.io.gfile.isdir(base_path):
+                tf.io.gfile.makedirs(base_path)
+                created.append(base_path)
+                if _is_local(base_path):
+                    os.chmod(base_path, DIRECTORY_MODE)
+            staged[base_path] = tf.io.gfile.join(
+                base_path, f".{version}-incomplete-{uuid.uuid4().hex[:12]}")
+            tf.io.gfile.makedirs(staged[base_path])
+            write_savedmodel(staged[base_path])
+            make_world_readable(staged[base_path])
+        for base_path, staging_dir in staged.items():
+            rename_directory(staging_dir, final_dirs[base_path])
+            renamed.append(final_dirs[base_path])
     except BaseException:
-        if tf.io.gfile.exists(staging_dir):
-            tf.io.gfile.rmtree(staging_dir)
+        # Versions already in place are taken back too (only a failed rename gets there):
+        # a model without its companion is of no use.
+        for path in list(staged.values()) + renamed:
+            if tf.io.gfile.exists(path):
+                tf.io.gfile.rmtree(path)
+        for base_path in created:
+            if tf.io.gfile.isdir(base_path) and not tf.io.gfile.listdir(base_path):
+                tf.io.gfile.rmtree(base_path)
         raise
-    return final_dir
+    return final_dirs

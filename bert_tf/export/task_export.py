@@ -50,7 +50,8 @@ import tensorflow as tf
 from bert_tf.export import example_signatures
 from bert_tf.export.keras_endpoint import keras_endpoint
 from bert_tf.export.serving_layout import make_world_readable
-from bert_tf.export.text_inputs import DEFAULT_PAD_TO_MULTIPLE_OF, RawTextPacker
+from bert_tf.export.text_inputs import (DEFAULT_PAD_TO_MULTIPLE_OF, RawTextPacker,
+                                        check_seq_length)
 from bert_tf.layers.portable_graphs import portable_graphs
 from bert_tf.layers.real_tokens import real_tokens_only
 from bert_tf.models.bert_classifier import BertClassifier
@@ -226,10 +227,7 @@ def export_task_model(export_dir, task, model, vocab_file, do_lower_case, seq_le
     if not isinstance(model, TASK_MODEL_CLASSES[task]):
         raise TypeError(f"The {task} export takes a {TASK_MODEL_CLASSES[task].__name__}, got "
                         f"{type(model).__name__}.")
-    max_positions = model.encoder.config.max_position_embeddings
-    if not 3 <= seq_length <= max_positions:
-        raise ValueError(f"seq_length must be between 3 and the encoder's "
-                         f"max_position_embeddings ({max_positions}), got {seq_length}.")
+    check_seq_length(seq_length, model.encoder.config.max_position_embeddings)
     if max_answer_length < 1:
         raise ValueError(f"max_answer_length must be at least 1 token, got {max_answer_length}.")
     if text_pairs and task != "classifier":

@@ -1,9 +1,9 @@
 """Installs an encoder and its preprocessor into the local model directory under short names.
 
 `install_model` exports the encoder of a checkpoint (with its MLM head when the checkpoint has
-one) as `<name>` and the matching text preprocessing as `<name>_preprocess`, each as a new
-version in `<model dir>/<name>/<version>/`; `hub.KerasLayer("<name>")` then loads them (see
-`bert_tf_hub_names`).
+one) as `<name>` and the matching text preprocessing as `<name>_preprocess`, as a new version
+of both in `<model dir>/<name>/<version>/` (the same number for the two, and neither when
+either fails); `hub.KerasLayer("<name>")` then loads them (see `bert_tf_hub_names`).
 
 Without a name, the model's config names it (`model_dir.default_model_name`).
 
@@ -13,8 +13,10 @@ Example:
      'bert_tf_base_preprocess': '~/.cache/bert_tf/hub/bert_tf_base_preprocess/1'}
 """
 
-from bert_tf.checkpoints import has_pretraining_heads, load_model, vocab_beside_checkpoint
-from bert_tf.export import export_encoder, write_version
+from bert_tf.checkpoints import (has_pretraining_heads, load_model, read_config,
+                                 vocab_beside_checkpoint)
+from bert_tf.export import export_encoder, write_versions
+from bert_tf.export.text_inputs import check_seq_length
 from bert_tf.models.bert_encoder import BertEncoder
 from bert_tf.models.bert_pretrainer import BertPretrainer
 from bert_tf.hub import model_dir
@@ -23,7 +25,8 @@ from bert_tf.export.preprocessor_export import export_preprocessor
 
 def install_model(init_checkpoint, name=None, vocab_file=None,
                   do_lower_case=True, bert_config_file=None, seq_length=128, directory=None):
-    """Exports `name` and `name + "_preprocess"` into the model directory.
+    """Exports `name` and `name + "_preprocess"` into the model directory, both or neither,
+    under the same version number (see `write_versions`).
 
     Args:
         init_checkpoint: this package's checkpoint (as written by convert_checkpoint.py or a
@@ -33,7 +36,8 @@ def install_model(init_checkpoint, name=None, vocab_file=None,
         vocab_file: the vocabulary; defaults to the vocab.txt beside the checkpoint.
         do_lower_case: whether the vocabulary is uncased.
         bert_config_file: the config, when it is not beside the checkpoint.
-        seq_length: the preprocessor's default packed length.
+        seq_length: the preprocessor's default packed length, at most the encoder's
+            `max_position_embeddings`.
         directory: the model directory; defaults to `$BERT_TF_HUB_DIR` or ~/.cache/bert_tf/hub.
 
     Returns:
@@ -41,17 +45,18 @@ def install_model(init_checkpoint, name=None, vocab_file=None,
     """
     if name is not None:
         model_dir.model_base_path(name, directory)  # a bad name fails before any loading
+    config = read_config(init_checkpoint, bert_config_file)
+    check_seq_length(seq_length, config.max_position_embeddings)
     vocab_file = vocab_file or vocab_beside_checkpoint(init_checkpoint)
     model = load_model(init_checkpoint, BertPretrainer if has_pretraining_heads(init_checkpoint)
-                       else BertEncoder, bert_config_file=bert_config_file)
-    encoder_config = getattr(model, "encoder", model).config
-    name = name or model_dir.default_model_name(encoder_config, do_lower_case)
-    encoder_base = model_dir.model_base_path(name, directory)
+                       else BertEncoder, config=config)
+    name = name or model_dir.default_model_name(config, do_lower_case)
     preprocess_name = name + model_dir.PREPROCESS_SUFFIX
-    preprocess_base = model_dir.model_base_path(preprocess_name, directory)
-    return {
-        name: write_version(encoder_base, lambda path: export_encoder(
-            path, model, vocab_file, do_lower_case)),
-        preprocess_name: write_version(preprocess_base, lambda path: export_preprocessor(
-            path, vocab_file, do_lower_case, seq_length=seq_length)),
-    }
+    bases = {installed: model_dir.model_base_path(installed, directory)
+             for installed in (name, preprocess_name)}
+    paths = write_versions({
+        bases[name]: lambda path: export_encoder(path, model, vocab_file, do_lower_case),
+        bases[preprocess_name]: lambda path: export_preprocessor(
+            path, vocab_file, do_lower_case, seq_length=seq_length),
+    })
+    return {installed: paths[base] for installed, base in bases.items()}

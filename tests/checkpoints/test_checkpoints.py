@@ -417,8 +417,36 @@ def test_restoring_into_a_different_encoder_lists_every_problem(encoder, tmp_pat
 
 def test_save_checkpoint_refuses_to_overwrite(encoder, tmp_path):
     checkpoints.save_checkpoint(str(tmp_path), encoder)
-    with pytest.raises(FileExistsError, match="already holds a checkpoint"):
+    with pytest.raises(FileExistsError, match=f"{tmp_path} is not empty \\(bert_config.json, "
+                                              f"checkpoint, ckpt-1.data-00000-of-00001, "
+                                              f"ckpt-1.index\\): write the checkpoint into"):
         checkpoints.save_checkpoint(str(tmp_path), encoder)
+    # A vocabulary already in place is kept, not copied over itself.
+    vocab_file = tmp_path / "beside" / "vocab.txt"
+    vocab_file.parent.mkdir()
+    vocab_file.write_text("\n".join(VOCAB) + "\n")
+    checkpoints.save_checkpoint(str(vocab_file.parent), encoder, vocab_file=str(vocab_file))
+    assert sorted(os.listdir(vocab_file.parent)) == [
+        "bert_config.json", "checkpoint", "ckpt-1.data-00000-of-00001", "ckpt-1.index",
+        "vocab.txt"]
+
+
+def test_the_tool_refuses_an_output_directory_with_files_in_it(encoder, tmp_path):
+    prefix = write_google_checkpoint(str(tmp_path / "google"), google_arrays(encoder))
+    output_dir = tmp_path / "mymodel"
+    output_dir.mkdir()
+    own = {"bert_config.json": '{"mine": true}', "vocab.txt": "my vocabulary\n"}
+    for name, text in own.items():
+        (output_dir / name).write_text(text)
+    run = subprocess.run(
+        [sys.executable, os.path.join(REPO_ROOT, "tools", "convert_checkpoint.py"),
+         f"--checkpoint={prefix}", f"--output_dir={output_dir}"],
+        capture_output=True, text=True, timeout=300, cwd=str(tmp_path))
+    assert run.returncode == 1
+    assert run.stderr.splitlines()[-1] == (
+        f"convert_checkpoint: error: {output_dir} is not empty (bert_config.json, vocab.txt): "
+        f"write the checkpoint into a new or empty directory")
+    assert {path.name: path.read_text() for path in output_dir.iterdir()} == own
 
 
 # --- errors ---------------------------------------------------------------------------------------

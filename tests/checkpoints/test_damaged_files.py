@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_tf.checkpoints import (DamagedCheckpointError, load_model, read_config, read_weights,
-                                 remove_interrupted_saves, save_checkpoint)
+from bert_tf.checkpoints import (DamagedCheckpointError, checkpoint_manager, load_model,
+                                 read_config, read_weights, remove_interrupted_saves,
+                                 training_checkpoint)
 from tests.checkpoints.test_checkpoints import (SMALL, google_arrays, random_encoder,
                                                 write_google_checkpoint, write_hf_directory)
 from tests.tools.tool_runs import run_tool
@@ -136,7 +137,8 @@ def test_interrupted_saves_are_removed_at_the_next_save(tmp_path):
     temps = [interrupted_save(str(tmp_path), step) for step in (3, 40)]
     mine = tmp_path / "notes_temp"      # not a checkpoint name: left alone
     mine.mkdir()
-    prefix = save_checkpoint(str(tmp_path), random_encoder())
+    prefix = checkpoint_manager(training_checkpoint(random_encoder()), str(tmp_path),
+                                max_to_keep=1).save()
     assert not any(os.path.exists(temp) for temp in temps)
     assert mine.exists() and os.path.exists(prefix + ".index")
     assert remove_interrupted_saves(str(tmp_path)) == []

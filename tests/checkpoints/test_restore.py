@@ -7,8 +7,9 @@ import os
 
 import numpy as np
 import pytest
+import tensorflow as tf
 
-from bert_tf import BertClassifier, BertEncoder, BertSpanLabeler
+from bert_tf import BertClassifier, BertEncoder, BertSpanLabeler, BertTokenClassifier
 from bert_tf.checkpoints import (CheckpointMismatchError, has_pretraining_heads, load_model,
                                  pretraining_head_weights, restore_weights, save_checkpoint,
                                  training_checkpoint, write_model_files)
@@ -57,8 +58,11 @@ def test_checkpoint_without_heads_keeps_them_and_says_so(tmp_path, caplog):
     assert "has no pre-training heads" in caplog.text
     for name, value in head_values(model).items():
         np.testing.assert_array_equal(before[name], value)
-    with pytest.raises(CheckpointMismatchError, match="cls/seq_relationship/output_weights"):
+    with pytest.raises(CheckpointMismatchError, match="cls/seq_relationship/output_weights") as e:
         restore_weights(model, prefix, pretraining_heads=True)
+    assert str(e.value).splitlines()[-1] == (
+        'It has no pre-training heads (cls/...) at all, only an encoder: load a BertEncoder '
+        'from it, or pass pretraining_heads="if_present".')
 
 
 def test_checkpoint_with_some_heads_changes_nothing(tmp_path):
@@ -106,6 +110,51 @@ def test_a_task_model_loads_with_its_number_of_classes(tmp_path):
     assert_same_weights(loaded.encoder, classifier.encoder)
     with pytest.raises(ValueError, match="5 classes, but 3 were asked for"):
         load_model(str(tmp_path), BertClassifier, num_classes=3)
+    # Another task's model: refused by the class the checkpoint records, nothing assigned.
+    labeler = BertSpanLabeler(random_encoder(seed=6))
+    before = labeler.get_weights()
+    with pytest.raises(ValueError) as error:
+        restore_weights(labeler, str(tmp_path))
+    assert str(error.value) == (f"{tmp_path}/ckpt-1 holds a fine-tuned BertClassifier, not a "
+                                f"BertSpanLabeler.")
+    for old, new in zip(before, labeler.get_weights()):
+        np.testing.assert_array_equal(old, new)
+    # Its encoder alone is what a fine-tuning job initialised from it restores.
+    encoder = random_encoder(seed=3)
+    assert restore_weights(encoder, str(tmp_path)).loaded == 39
+    assert_same_weights(encoder, classifier.encoder)
+
+
+class SentimentClassifier(BertClassifier):
+    """A user's own classifier: the checkpoints of either class load into the other."""
+
+
+def test_a_sentence_classifier_is_not_taken_for_a_token_classifier(tmp_path):
+    # Their heads have the same names and shapes: the checkpoint records the class.
+    classifier = BertClassifier(random_encoder(seed=2), num_classes=3)
+    fine_tuned_checkpoint(str(tmp_path / "classifier"), classifier)
+    with pytest.raises(ValueError) as error:
+        load_model(str(tmp_path / "classifier"), BertTokenClassifier, model_name="ner model")
+    assert str(error.value) == (f"{tmp_path}/classifier/ckpt-1 holds a fine-tuned "
+                                f"BertClassifier, not a ner model (BertTokenClassifier).")
+    loaded = load_model(str(tmp_path / "classifier"), SentimentClassifier)
+    np.testing.assert_array_equal(loaded.classifier.kernel.numpy(),
+                                  classifier.classifier.kernel.numpy())
+    fine_tuned_checkpoint(str(tmp_path / "own"), SentimentClassifier(random_encoder(), 3))
+    assert load_model(str(tmp_path / "own"), BertClassifier).num_classes == 3
+    with pytest.raises(ValueError, match="holds a fine-tuned SentimentClassifier, not a "
+                                         "BertTokenClassifier"):
+        load_model(str(tmp_path / "own"), BertTokenClassifier)
+
+
+def test_a_checkpoint_that_does_not_record_its_class_still_loads_and_resumes(tmp_path):
+    # What fine-tuning wrote before checkpoints recorded the task model's class.
+    classifier = BertClassifier(random_encoder(seed=2), num_classes=2)
+    prefix = tf.train.CheckpointManager(
+        tf.train.Checkpoint(encoder=classifier.encoder, model=classifier), str(tmp_path),
+        max_to_keep=1, checkpoint_name="ckpt").save()
+    write_model_files(str(tmp_path), SMALL)
+    assert load_model(str(tmp_path), BertClassifier).num_classes == 2
     # Another task's model: every difference listed, nothing assigned.
     labeler = BertSpanLabeler(random_encoder(seed=6))
     before = labeler.get_weights()
@@ -116,10 +165,11 @@ def test_a_task_model_loads_with_its_number_of_classes(tmp_path):
     assert "model/span_logits/bias" in message and "does not match a BertSpanLabeler" in message
     for old, new in zip(before, labeler.get_weights()):
         np.testing.assert_array_equal(old, new)
-    # Its encoder alone is what a fine-tuning job initialised from it restores.
-    encoder = random_encoder(seed=3)
-    assert restore_weights(encoder, str(tmp_path)).loaded == 39
-    assert_same_weights(encoder, classifier.encoder)
+    # A fine-tuning run resumed from it matches every object that has values.
+    resumed = BertClassifier(random_encoder(seed=5), num_classes=2)
+    training_checkpoint(resumed.encoder, task_model=resumed).restore(
+        prefix).assert_existing_objects_matched()
+    assert_same_weights(resumed.encoder, classifier.encoder)
 
 
 def test_a_task_model_from_a_pretrained_checkpoint_is_refused(tmp_path):

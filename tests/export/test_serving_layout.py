@@ -7,7 +7,8 @@ import stat
 import pytest
 
 from bert_tf import BertEncoder
-from bert_tf.export import export_encoder, export_preprocessor, latest_version_dir, write_version
+from bert_tf.export import (export_encoder, export_preprocessor, latest_version_dir,
+                            write_version, write_versions)
 from bert_tf_hub_names import HUB_DIR_ENV, resolve_model_name, version_numbers
 from tests.export.tiny_models import tiny_config, write_vocab
 
@@ -47,7 +48,36 @@ def test_a_failed_export_leaves_nothing_a_server_would_load(tmp_path):
 
     with pytest.raises(RuntimeError, match="tracing failed"):
         write_version(base, fail)
-    assert os.listdir(base) == []
+    assert not os.path.exists(base)   # created by the failed call, so removed again
+    write_version(base, fake_savedmodel)
+    with pytest.raises(RuntimeError, match="tracing failed"):
+        write_version(base, fail)
+    assert os.listdir(base) == ["1"]
+
+
+def test_models_written_together_appear_together_or_not_at_all(tmp_path):
+    encoder, preprocess = str(tmp_path / "bert"), str(tmp_path / "bert_preprocess")
+    write_version(encoder, fake_savedmodel, version=4)
+    # One version number for both: one more than the highest of either.
+    assert write_versions({encoder: fake_savedmodel, preprocess: fake_savedmodel}) == {
+        encoder: os.path.join(encoder, "5"), preprocess: os.path.join(preprocess, "5")}
+
+    def fail(path):
+        fake_savedmodel(path)
+        raise RuntimeError("tracing failed")
+
+    fresh = str(tmp_path / "other")
+    for writers in ({encoder: fake_savedmodel, preprocess: fail},
+                    {fresh: fake_savedmodel, preprocess: fail},
+                    {encoder: fail, fresh: fake_savedmodel}):
+        with pytest.raises(RuntimeError, match="tracing failed"):
+            write_versions(writers)
+        assert sorted(os.listdir(encoder)) == ["4", "5"]
+        assert os.listdir(preprocess) == ["5"]
+        assert not os.path.exists(fresh)
+    with pytest.raises(FileExistsError, match="version 5"):
+        write_versions({fresh: fake_savedmodel, preprocess: fake_savedmodel}, version=5)
+    assert not os.path.exists(fresh)
 
 
 def test_latest_version_ignores_incomplete_and_other_directories(tmp_path):

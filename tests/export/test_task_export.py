@@ -193,13 +193,19 @@ def test_a_checkpoint_without_a_task_model_is_refused(pretrained):
 
 
 def test_a_checkpoint_of_another_task_is_refused(task_checkpoints):
-    classifier_dir = os.path.dirname(task_checkpoints["classifier"][0])
-    with pytest.raises(ValueError, match="does not match a squad model"):
+    classifier_prefix, squad_prefix = (task_checkpoints[task][0]
+                                       for task in ("classifier", "squad"))
+    classifier_dir = os.path.dirname(classifier_prefix)
+    with pytest.raises(ValueError) as error:
         load_task_model("squad", classifier_dir)
+    assert str(error.value) == (f"{classifier_prefix} holds a fine-tuned BertClassifier, not a "
+                                f"squad model (BertSpanLabeler).")
     with pytest.raises(ValueError, match="3 classes, but 5"):
         load_task_model("classifier", classifier_dir, num_classes=5)
-    with pytest.raises(ValueError, match="no classification layer"):
-        load_task_model("ner", os.path.dirname(task_checkpoints["squad"][0]))
+    with pytest.raises(ValueError) as error:
+        load_task_model("ner", os.path.dirname(squad_prefix))
+    assert str(error.value) == (f"{squad_prefix} holds a fine-tuned BertSpanLabeler, not a ner "
+                                f"model (BertTokenClassifier).")
 
 
 def test_bad_export_arguments_are_named(task_checkpoints, vocab_file, tmp_path):

@@ -118,6 +118,38 @@ def test_install_reports_a_missing_checkpoint_before_creating_anything(tmp_path)
     assert not os.path.exists(tmp_path / "hub")
 
 
+def _listing(directory):
+    """Every path under `directory`, with its modification time for a file."""
+    return sorted((os.path.relpath(os.path.join(root, name), directory),
+                   name in files and os.stat(os.path.join(root, name)).st_mtime_ns)
+                  for root, dirs, files in os.walk(directory) for name in dirs + files)
+
+
+def test_a_failed_install_leaves_the_model_directory_as_it_was(installed, tmp_path):
+    checkpoint_dir, vocab_file = installed[1], installed[3]
+    directory = str(tmp_path / "hub")
+    install_model(checkpoint_dir, name="bert_tf_tiny", seq_length=16, directory=directory)
+    before = _listing(directory)
+    no_cls = tmp_path / "no_cls_vocab.txt"
+    no_cls.write_text("".join(line for line in open(vocab_file) if line.strip() != "[CLS]"))
+    limit = "seq_length must be between 3 and the encoder's max_position_embeddings (64), got"
+    for flags, error in [(["--seq_length=0"], f"{limit} 0."), (["--seq_length=65"], f"{limit} 65."),
+                         # The encoder exports fine, then its preprocessor fails.
+                         (["--seq_length=16", f"--vocab_file={no_cls}"],
+                          "The vocabulary (22 tokens) has no '[CLS]'")]:
+        result = run_tool("install_hub_model.py", f"--init_checkpoint={checkpoint_dir}",
+                          "--name=bert_tf_tiny", f"--hub_dir={directory}", *flags)
+        assert result.returncode == 1, flags
+        assert result.stderr.splitlines()[-1].startswith(f"install_hub_model: error: {error}")
+        assert "Traceback" not in result.stderr and "in user code" not in result.stderr
+        assert _listing(directory) == before, flags
+    # The next install adds version 2 of both.
+    assert install_model(checkpoint_dir, name="bert_tf_tiny", seq_length=16,
+                         directory=directory) == {
+        "bert_tf_tiny": os.path.join(directory, "bert_tf_tiny", "2"),
+        "bert_tf_tiny_preprocess": os.path.join(directory, "bert_tf_tiny_preprocess", "2")}
+
+
 @pytest.mark.parametrize("layers, hidden, heads, do_lower_case, name", [
     (12, 768, 12, True, "bert_tf_base"),
     (24, 1024, 16, True, "bert_tf_large"),

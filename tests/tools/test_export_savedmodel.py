@@ -12,6 +12,7 @@ import tensorflow as tf
 import tensorflow_text  # noqa: F401  (the preprocessing SavedModel uses tf.text ops)
 
 from bert_tf import BertEncoder
+from bert_tf.checkpoints import save_checkpoint
 from bert_tf.models.bert_classifier import BertClassifier
 from bert_tf.text.bert_preprocessor import BertPreprocessor
 from tests.export.tiny_models import (tiny_config, write_pretrained_checkpoint,
@@ -44,6 +45,34 @@ def test_preprocess_needs_only_the_vocabulary(tmp_path, special_tokens_in_string
         np.testing.assert_array_equal(packed[key], value)
 
 
+@pytest.mark.parametrize("seq_length", [0, 2])
+def test_preprocess_refuses_a_seq_length_too_short_in_one_line(tmp_path, seq_length):
+    base = tmp_path / "preprocess"
+    result = run_tool("export_savedmodel.py", "--export_type=preprocess",
+                      f"--vocab_file={write_vocab(tmp_path)}", f"--seq_length={seq_length}",
+                      f"--output_dir={base}")
+    assert result.returncode == 1
+    assert result.stderr.splitlines() == [
+        f"export_savedmodel: error: seq_length must be at least 3, got {seq_length}."]
+    assert not os.path.exists(base)
+
+
+def test_encoder_with_mlm_says_the_checkpoint_has_no_masked_lm_head(tmp_path):
+    checkpoint_dir = str(tmp_path / "encoder_only")
+    save_checkpoint(checkpoint_dir, BertEncoder(tiny_config(num_hidden_layers=1)),
+                    vocab_file=write_vocab(tmp_path))
+    base = tmp_path / "mlm"
+    result = run_tool("export_savedmodel.py", "--export_type=encoder_with_mlm",
+                      f"--init_checkpoint={checkpoint_dir}", f"--output_dir={base}")
+    assert result.returncode == 1
+    assert result.stderr.splitlines() == [
+        f"export_savedmodel: error: --export_type=encoder_with_mlm needs a masked-LM head, and "
+        f"{checkpoint_dir} has none (no pre-training heads, cls/...): export its encoder with "
+        f"--export_type=encoder, or use a checkpoint written by run_pretraining or converted "
+        f"from Google's."]
+    assert not os.path.exists(base)
+
+
 def test_classifier_from_a_fine_tuned_checkpoint(tmp_path):
     vocab_file = write_vocab(tmp_path)
     keras.utils.set_random_seed(3)
@@ -66,6 +95,23 @@ def test_classifier_from_a_fine_tuned_checkpoint(tmp_path):
     np.testing.assert_allclose(outputs["logits"], logits, atol=1e-5)
     assert outputs["label_name"].numpy().tolist() == [
         [b"negative", b"positive"][i] for i in logits.argmax(-1)]
+
+
+@pytest.mark.parametrize("export_type, model", [("ner", "BertTokenClassifier"),
+                                                 ("squad", "BertSpanLabeler")])
+def test_another_tasks_export_type_is_refused(tmp_path, export_type, model):
+    classifier = BertClassifier(BertEncoder(tiny_config(num_hidden_layers=1)), num_classes=2)
+    checkpoint_dir = tmp_path / "sst2"
+    prefix = write_task_checkpoint(str(checkpoint_dir), classifier)
+    base = tmp_path / export_type
+    result = run_tool("export_savedmodel.py", f"--export_type={export_type}",
+                      f"--init_checkpoint={checkpoint_dir}", "--label_names=O,B-X",
+                      f"--vocab_file={write_vocab(tmp_path)}", f"--output_dir={base}")
+    assert result.returncode == 1
+    assert result.stderr.splitlines()[-1] == (
+        f"export_savedmodel: error: {prefix} holds a fine-tuned BertClassifier, not a "
+        f"{export_type} model ({model}).")
+    assert not os.path.exists(base)
 
 
 def test_a_checkpoint_without_a_task_model_is_a_clear_error(tmp_path):
