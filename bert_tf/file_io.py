@@ -67,6 +67,26 @@ def is_directory(path):
     return os.path.isdir(path)
 
 
+def file_kind(path):
+    """What `path` names: "directory", "file" (a regular file), "other" (a device, a pipe:
+    /dev/null reads as empty, a pipe blocks its reader) or None (nothing). A remote filesystem
+    has only directories and files.
+
+    Example:
+        >>> [file_kind(path) for path in ("/tmp", "/etc/hostname", "/dev/null", "/none")]
+        ['directory', 'file', 'other', None]
+    """
+    if is_directory(path):
+        return "directory"
+    if is_remote(path):
+        import tensorflow as tf
+
+        return "file" if tf.io.gfile.exists(path) else None
+    if os.path.isfile(path):
+        return "file"
+    return "other" if os.path.exists(path) else None
+
+
 def open_file(path, mode="r"):
     """`path` opened in `mode` ("r", "w", "rb", "wb"; text is UTF-8); "w" replaces the file."""
     if is_remote(path):

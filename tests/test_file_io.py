@@ -1,9 +1,11 @@
-"""Which paths name one file (`file_keys`), and which output files would destroy one
-(`output_file_problems`), local and remote."""
+"""Which paths name one file (`file_keys`), which output files would destroy one
+(`output_file_problems`), and what a path names (`file_kind`), local and remote."""
 
 import os
 
-from bert_tf.file_io import file_keys, output_file_problems
+import tensorflow as tf
+
+from bert_tf.file_io import file_keys, file_kind, output_file_problems
 
 
 def test_paths_of_one_file_share_a_key(tmp_path, monkeypatch):
@@ -40,3 +42,16 @@ def test_outputs_that_are_inputs_each_other_or_directories(tmp_path, monkeypatch
         "output file directory is a directory",
         "output file gs://bucket/out.txt is named twice"]
     assert output_file_problems(["corpus.txt"]) == []
+
+
+def test_what_a_path_names_locally_and_remotely(tmp_path):
+    (tmp_path / "vocab.txt").write_text("[PAD]\n")
+    assert [file_kind(path) for path in (str(tmp_path), f"{tmp_path}/vocab.txt", "/dev/null",
+                                         f"{tmp_path}/none.txt")] == [
+        "directory", "file", "other", None]
+    # ram:// is a filesystem of TensorFlow's, as gs:// is: os.path knows none of its paths.
+    tf.io.gfile.makedirs("ram://file_kind/dir")
+    with tf.io.gfile.GFile("ram://file_kind/vocab.txt", "w") as f:
+        f.write("[PAD]\n")
+    assert [file_kind(f"ram://file_kind/{name}") for name in ("dir", "vocab.txt", "none")] == [
+        "directory", "file", None]

@@ -13,12 +13,11 @@ Example:
         --vocab_size=30522 --do_lower_case
 """
 
-import os
-
 from absl import flags
 
 from bert_tf.cli.app import run_tool
-from bert_tf.file_io import is_directory, is_remote, output_file_problems
+from bert_tf.cli.path_checks import file_problem
+from bert_tf.file_io import output_file_problems
 
 FLAGS = flags.FLAGS
 
@@ -47,25 +46,10 @@ def input_paths(patterns):
         if not matches:
             raise FileNotFoundError(f"--input_file: no file matches {pattern!r}")
         paths.extend(matches)
-    problems = list(filter(None, map(_not_a_text_file, paths)))
+    problems = list(filter(None, (file_problem(path, "text file") for path in paths)))
     if problems:
         raise ValueError(f"--input_file: {'; '.join(problems)}")
     return paths
-
-
-def _not_a_text_file(path):
-    """Why `path` cannot be read as a text file, or None if it can."""
-    if is_directory(path):
-        return f"{path} is a directory, not a text file"
-    if is_remote(path):
-        return None
-    if not os.path.isfile(path):
-        return f"{path} is not a regular file"
-    try:
-        open(path, "rb").close()
-    except OSError as error:
-        return f"{path} cannot be read ({error.strerror})"
-    return None
 
 
 def read_lines(paths):

@@ -1,6 +1,7 @@
 """Checks of the paths that a tool's flags name, made before anything is read or written, in
 the user's words ("--output_dir notes.txt is a file, not a directory") rather than those of
-the call that would fail later ("[Errno 17] File exists: 'notes.txt'").
+the call that would fail later ("[Errno 17] File exists: 'notes.txt'"). What a path names, on
+the local disk or a remote filesystem (gs://...), is asked of `bert_tf.file_io`.
 
 Example (a tool's flag checks):
     if problem := output_dir_problem("output_dir", FLAGS.output_dir):
@@ -9,19 +10,24 @@ Example (a tool's flag checks):
 
 import os
 
+from bert_tf.file_io import file_kind, is_directory, is_remote
+
 
 def output_dir_problem(flag, path):
     """What keeps `path`, the value of --`flag`, from being a directory to write into (created
-    if missing); None if nothing does. Paths of other file systems (gs://...) are not checked.
+    if missing); None if nothing does. Paths of other file systems (gs://...) are not checked:
+    an object there does not keep one of the same name from being a directory too.
 
     Example:
         >>> output_dir_problem("output_dir", "notes.txt/run1")   # notes.txt is a file
         '--output_dir notes.txt/run1: notes.txt is a file, not a directory'
     """
+    if is_remote(path):
+        return None
     existing = path  # the path, or its nearest ancestor that exists
     while existing and not os.path.exists(existing):
         existing = os.path.dirname(existing)
-    if not existing or os.path.isdir(existing):
+    if not existing or is_directory(existing):
         return None
     where = path if existing == path else f"{path}: {existing}"
     return f"--{flag} {where} is a file, not a directory"
@@ -35,8 +41,29 @@ def input_file_problem(flag, path):
         >>> input_file_problem("vocab_file", "model")   # a directory
         '--vocab_file model is a directory, not a file'
     """
-    if os.path.isdir(path):
-        return f"--{flag} {path} is a directory, not a file"
-    if not os.path.isfile(path):
-        return f"--{flag} {path} does not exist"
+    problem = file_problem(path)
+    return problem and f"--{flag} {problem}"
+
+
+def file_problem(path, kind="file"):
+    """What keeps `path` from being a `kind` ("file", "text file", ...) to read, in words that
+    start with the path (a flag naming several files says its name once); None if nothing does.
+    A remote file is not opened: its reader names what keeps it from being read.
+
+    Example:
+        >>> file_problem("/dev/null", "text file")
+        '/dev/null is not a regular file'
+    """
+    kind_found = file_kind(path)
+    if kind_found == "directory":
+        return f"{path} is a directory, not a {kind}"
+    if kind_found is None:
+        return f"{path} does not exist"
+    if kind_found == "other":
+        return f"{path} is not a regular file"
+    if not is_remote(path):
+        try:
+            open(path, "rb").close()
+        except OSError as error:
+            return f"{path} cannot be read ({error.strerror})"
     return None

@@ -1,7 +1,9 @@
 """The checks of the paths that flags name (`bert_tf.cli.path_checks`), and the tools that
 refuse a file given for a directory, or a directory for a file, in those words."""
 
-from bert_tf.cli.path_checks import input_file_problem, output_dir_problem
+import tensorflow as tf
+
+from bert_tf.cli.path_checks import file_problem, input_file_problem, output_dir_problem
 from tests.resources import REPO_ROOT
 from tests.tools.tool_runs import run_tool
 
@@ -27,6 +29,26 @@ def test_an_input_file_must_be_an_existing_file(tmp_path):
     assert input_file_problem("vocab_file", f"{tmp_path}/none.txt") == (
         f"--vocab_file {tmp_path}/none.txt does not exist")
     assert input_file_problem("vocab_file", f"{tmp_path}/vocab.txt") is None
+    assert input_file_problem("vocab_file", "/dev/null") == (
+        "--vocab_file /dev/null is not a regular file")
+
+
+def test_a_remote_input_file_is_checked_on_its_filesystem():
+    # ram:// stands for gs://: os.path finds none of its paths, which are not "missing".
+    tf.io.gfile.makedirs("ram://path_checks/model")
+    with tf.io.gfile.GFile("ram://path_checks/model/vocab.txt", "w") as f:
+        f.write("[PAD]\n")
+    assert input_file_problem("vocab_file", "ram://path_checks/model/vocab.txt") is None
+    assert input_file_problem("vocab_file", "ram://path_checks/model") == (
+        "--vocab_file ram://path_checks/model is a directory, not a file")
+    assert input_file_problem("vocab_file", "ram://path_checks/none.txt") == (
+        "--vocab_file ram://path_checks/none.txt does not exist")
+
+
+def test_the_problem_of_one_of_several_files_names_the_kind_of_file_wanted(tmp_path):
+    assert file_problem(str(tmp_path), "text file") == f"{tmp_path} is a directory, not a text file"
+    assert file_problem("/dev/null", "text file") == "/dev/null is not a regular file"
+    assert file_problem(f"{tmp_path}/none.txt") == f"{tmp_path}/none.txt does not exist"
 
 
 def last_lines(result):
