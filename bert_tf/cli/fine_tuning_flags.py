@@ -22,6 +22,7 @@ from absl import app, flags
 from bert_tf.cli.checkpoint_flags import define_checkpoint_flags
 from bert_tf.cli.path_checks import input_file_problem, output_dir_problem
 from bert_tf.cli.thread_pool_flags import define_thread_pool_flags, size_thread_pools_from_flags
+from bert_tf.file_io import file_kind
 from bert_tf.training.mixed_precision import MIXED_PRECISION
 
 FLAGS = flags.FLAGS
@@ -119,7 +120,7 @@ def check_flags(data_flags, data_files=None, tool_problems=()):
         missing = [f"--do_{mode} needs --{name}" for name in names if not FLAGS[name].value]
         problems += missing
         name = (data_files or {}).get(mode)
-        if name and not missing and not os.path.isfile(data_path(name)):
+        if name and not missing and file_kind(data_path(name)) != "file":
             problems.append(f"--do_{mode}: {data_path(name)} (--data_dir/--{name}) does not "
                             f"exist")
     if problems:
