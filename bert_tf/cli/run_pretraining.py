@@ -39,6 +39,7 @@ from absl import app, flags, logging
 
 from bert_tf.cli import tfds_flags
 from bert_tf.cli.app import run_tool
+from bert_tf.cli.path_checks import output_dir_problem
 from bert_tf.training import tpu_host
 
 # Before the imports below load TensorFlow: tensorflow-tpu on a machine without TPU chips would
@@ -215,6 +216,9 @@ def _check(job, embedded):
     problems = [] if embedded else _input_problems(job)
     if not job.output_dir:
         problems.append("--output_dir is required")
+    # Before the first write there, not after minutes of loading: "[Errno 20] Not a directory".
+    problems += filter(None, (output_dir_problem(name, getattr(job, name))
+                              for name in ("output_dir", "export_dir") if getattr(job, name)))
     if not (job.do_train or job.do_eval):
         problems.append("nothing to do: --do_train and --do_eval are both off")
     if embedded and job.strategy == "multi_worker_mirrored":

@@ -204,6 +204,25 @@ def test_token_ids_beyond_the_configs_vocab_size_are_named(data, tmp_path):
     assert not (tmp_path / "out").exists()
 
 
+def test_a_file_as_output_dir_or_export_dir_is_refused_before_anything_is_written(data, tmp_path):
+    notes = tmp_path / "notes.txt"
+    notes.write_text("kept")
+    flags = [f"--bert_config_file={data['config']}", f"--input_file={data['train']}",
+             "--num_train_steps=2", "--train_batch_size=8", "--strategy=cpu", "--nojit_compile"]
+    for directory_flags, message in (
+            ([f"--output_dir={notes}"], f"--output_dir {notes} is a file, not a directory"),
+            ([f"--output_dir={notes}/run"],
+             f"--output_dir {notes}/run: {notes} is a file, not a directory"),
+            ([f"--output_dir={tmp_path}/out", f"--export_dir={notes}", "--vocab_file=vocab.txt"],
+             f"--export_dir {notes} is a file, not a directory")):
+        result = run_tool(TOOL, *flags, *directory_flags)
+        assert result.returncode == 1
+        assert result.stderr.strip().splitlines()[-2:] == [
+            f"run_pretraining: error: {message}",
+            "Pass --helpshort or --helpfull to see help on flags."]
+    assert sorted(os.listdir(tmp_path)) == ["notes.txt"] and notes.read_text() == "kept"
+
+
 def test_flags_must_match_the_records(data, tmp_path):
     result = run_tool(TOOL, f"--bert_config_file={data['config']}", f"--input_file={data['train']}",
                       f"--output_dir={tmp_path}", "--max_seq_length=32")
