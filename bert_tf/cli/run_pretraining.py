@@ -261,9 +261,15 @@ def _prepare_embedded_inputs(job):
 
 def _record_lengths(job, files, flag):
     """(max_seq_length, max_predictions_per_seq) of the records, checked against the job's."""
-    from bert_tf.data.pretraining.records_dataset import InputFileError, record_lengths
+    from bert_tf.data.pretraining.records_dataset import (InputFileError, NotRecordsError,
+                                                          record_lengths)
 
-    lengths = record_lengths(files[0])
+    try:
+        lengths = record_lengths(files[0])
+    except NotRecordsError as error:
+        raw_text = (("; to train on raw text, use --input_text_file (with --vocab_file) instead "
+                     "of --input_file") if job.do_train else "")
+        raise NotRecordsError(f"{flag}: {error}{raw_text}") from error
     for name, found in zip(("max_seq_length", "max_predictions_per_seq"), lengths):
         wanted = getattr(job, name)
         if wanted is not None and wanted != found:

@@ -223,6 +223,20 @@ def test_a_file_as_output_dir_or_export_dir_is_refused_before_anything_is_writte
     assert sorted(os.listdir(tmp_path)) == ["notes.txt"] and notes.read_text() == "kept"
 
 
+def test_a_text_file_as_input_file_is_named_with_the_raw_text_flags(data, tmp_path):
+    text = tmp_path / "corpus.txt"
+    text.write_text("The first sentence of a document.\nIts second sentence.\n" * 5)
+    result = run_tool(TOOL, f"--bert_config_file={data['config']}", f"--input_file={text}",
+                      f"--output_dir={tmp_path / 'out'}", "--num_train_steps=2",
+                      "--train_batch_size=8", "--strategy=cpu", "--nojit_compile")
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines()[-1] == (
+        f"run_pretraining: error: --input_file: {text} is not a TFRecord file of pre-training "
+        f"examples: its first record is corrupt or truncated; to train on raw text, use "
+        f"--input_text_file (with --vocab_file) instead of --input_file")
+    assert not (tmp_path / "out").exists()
+
+
 def test_flags_must_match_the_records(data, tmp_path):
     result = run_tool(TOOL, f"--bert_config_file={data['config']}", f"--input_file={data['train']}",
                       f"--output_dir={tmp_path}", "--max_seq_length=32")

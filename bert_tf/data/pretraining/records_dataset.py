@@ -27,6 +27,7 @@ import contextlib
 
 import numpy as np
 import tensorflow as tf
+from google.protobuf import message
 
 # Google's TFRecord feature -> the name the model reads.
 _MODEL_NAMES = {
@@ -54,6 +55,10 @@ _GZIP_MAGIC = b"\x1f\x8b\x08"
 
 class InputFileError(ValueError):
     """A pre-training input file is missing, unreadable or does not have the expected features."""
+
+
+class NotRecordsError(InputFileError):
+    """A pre-training input file that is not a TFRecord file of `tf.train.Example`s: text, say."""
 
 
 def feature_spec(max_seq_length, max_predictions_per_seq):
@@ -118,14 +123,21 @@ def _read_records_of_files(files):
 
 def record_lengths(path):
     """`(max_seq_length, max_predictions_per_seq)` read from the first record of `path`,
-    after checking that it has every feature of the contract with the right type."""
+    after checking that it has every feature of the contract with the right type. A file that
+    is no TFRecord file of examples (text, say) is a `NotRecordsError`."""
+    not_records = f"{path} is not a TFRecord file of pre-training examples: its first record"
     try:
         first = next(iter(read_records(path).take(1)), None)
+    except tf.errors.DataLossError as e:  # "corrupted record at 0 (Is this even a TFRecord..."
+        raise NotRecordsError(f"{not_records} is corrupt or truncated") from e
     except tf.errors.OpError as e:
         raise InputFileError(f"{path}: not a readable TFRecord file ({e.message})") from e
     if first is None:
         raise InputFileError(f"{path}: holds no records")
-    example = tf.train.Example.FromString(first.numpy())
+    try:
+        example = tf.train.Example.FromString(first.numpy())
+    except message.DecodeError as e:
+        raise NotRecordsError(f"{not_records} is not a tf.train.Example") from e
     features = example.features.feature
     lengths = {}
     for name in _MODEL_NAMES:

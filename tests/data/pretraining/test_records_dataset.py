@@ -6,11 +6,12 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_tf.data.pretraining.records_dataset import (InputFileError, check_same_record_lengths,
-                                              compression_type, count_records,
-                                              evaluation_dataset, expand_input_files,
-                                              find_unreadable_file, naming_bad_input_files,
-                                              record_lengths, training_dataset)
+from bert_tf.data.pretraining.records_dataset import (InputFileError, NotRecordsError,
+                                              check_same_record_lengths, compression_type,
+                                              count_records, evaluation_dataset,
+                                              expand_input_files, find_unreadable_file,
+                                              naming_bad_input_files, record_lengths,
+                                              training_dataset)
 from tests.data.pretraining.records import serialize_instance, write_pretraining_records
 
 SEQ, PREDICTIONS = 16, 3
@@ -172,6 +173,25 @@ def test_record_lengths_and_unexpected_features(records, tmp_path):
     write_examples(empty, [])
     with pytest.raises(InputFileError, match="empty.tfrecord: holds no records"):
         record_lengths(str(empty))
+
+
+def test_a_file_that_is_not_records_of_examples_is_named_in_one_line(records, tmp_path):
+    text = tmp_path / "corpus.txt"
+    text.write_text("The first sentence of a document.\nIts second sentence.\n" * 5)
+    strings = tmp_path / "strings.tfrecord"  # records, but not of tf.train.Example
+    with tf.io.TFRecordWriter(str(strings)) as writer:
+        writer.write(b"not an example")
+    for path, first_record in ((text, "is corrupt or truncated"),
+                               (strings, "is not a tf.train.Example")):
+        expected = (f"{path} is not a TFRecord file of pre-training examples: its first "
+                    f"record {first_record}")
+        with pytest.raises(NotRecordsError, match=f"^{re.escape(expected)}$"):
+            record_lengths(str(path))
+        # Found by the input pipeline, when it is not the first file.
+        files = sorted(records) + [str(path)]
+        with pytest.raises(NotRecordsError, match=f"^{re.escape(expected)}$"):
+            with naming_bad_input_files(files, SEQ, PREDICTIONS):
+                batches(training_dataset(files, 4, SEQ, PREDICTIONS), 100)
 
 
 @pytest.fixture
