@@ -93,6 +93,8 @@ class _QuietLoader(importlib.abc.Loader):
         return self.loader.create_module(spec)
 
     def exec_module(self, module):
+        sys.meta_path[:] = [finder for finder in sys.meta_path
+                            if not isinstance(finder, _QuietFinder)]
         # The module keeps TensorFlow's own loader, as if it had been imported without this one.
         module.__loader__ = module.__spec__.loader = self.loader
         captured = _CapturedStderr()
@@ -109,13 +111,20 @@ class _QuietLoader(importlib.abc.Loader):
 
 
 class _QuietFinder(importlib.abc.MetaPathFinder):
-    """Gives `import tensorflow` the `_QuietLoader`, once."""
+    """Gives `import tensorflow` the `_QuietLoader`, which removes this finder: a look-up that
+    imports nothing (`importlib.util.find_spec("tensorflow")`, as etils' epath under TFDS asks
+    whether TensorFlow is installed) leaves it in place for the import that follows."""
+
+    _looking = False  # while finding TensorFlow's own spec, through the other finders
 
     def find_spec(self, name, path, target=None):
-        if name != "tensorflow":
+        if name != "tensorflow" or self._looking:
             return None
-        sys.meta_path.remove(self)
-        spec = importlib.util.find_spec(name)
+        self._looking = True
+        try:
+            spec = importlib.util.find_spec(name)
+        finally:
+            self._looking = False
         if spec is not None and spec.loader is not None:
             spec.loader = _QuietLoader(spec.loader)
         return spec

@@ -118,8 +118,10 @@ def test_a_failed_import_shows_everything(capfd):
     assert capfd.readouterr().err == STARTUP_NOISE
 
 
-def test_tensorflow_is_imported_quietly_in_a_fresh_process():
-    check = ("import sys; import bert_tf.cli; import tensorflow as tf; "
+# etils' epath (TFDS's paths) looks TensorFlow up before a later step imports it.
+@pytest.mark.parametrize("before", ["", "importlib.util.find_spec('tensorflow'); "])
+def test_tensorflow_is_imported_quietly_in_a_fresh_process(before):
+    check = ("import importlib.util; import bert_tf.cli; " + before + "import tensorflow as tf; "
              "print(len(tf.config.list_physical_devices('CPU')))")
     env = {name: value for name, value in os.environ.items() if name != "TF_CPP_MIN_LOG_LEVEL"}
     result = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True,

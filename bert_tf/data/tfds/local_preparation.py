@@ -17,8 +17,14 @@ left out:
 * `squad/v1.1`, `squad/v2.0`: `train-v1.1.json`, `dev-v1.1.json` (`-v2.0` for v2.0).
 * `conll2003`: `train.txt`, `valid.txt`, `test.txt` (the catalog's `train`, `dev`, `test`).
 
-Command (the same as `prepare_local`):
-    python -m bert_tf.data.tfds.local_preparation --tfds_name=glue/sst2 \
+A source file the catalog's code cannot read is an error naming it. TFDS writes the dataset
+in an `incomplete.*` directory that it renames only once every split is written and deletes on
+a failure, so a failed preparation leaves nothing that `tfds.load` would read. A split that
+takes long to read logs how many examples it has read every 10 seconds.
+
+Command (the same as `prepare_local`; --verbosity=1 shows TFDS's own log lines and progress
+bars):
+    python -m bert_tf.data.tfds.local_preparation --tfds_name=glue/sst2 \\
         --source_dir=glue_data/SST-2 --data_dir=~/tensorflow_datasets
 
 Example:
@@ -29,13 +35,18 @@ Example:
 
 import csv
 import itertools
+import logging
 import os
-import sys
+import tempfile
+import time
 
 import tensorflow_datasets as tfds
+from absl import flags
 from tensorflow_datasets.core.dataset_builders.conll import conll_dataset_builder
 from tensorflow_datasets.datasets.squad import squad_dataset_builder
 from tensorflow_datasets.text import conll2003, glue
+
+from bert_tf.file_io import is_remote
 
 # The GLUE file of each TFDS split.
 _GLUE_FILES = {"train": "train.tsv", "validation": "dev.tsv", "test": "test.tsv"}
@@ -43,6 +54,12 @@ _MNLI_FILES = {"train": "train.tsv",
                "validation_matched": "dev_matched.tsv",
                "validation_mismatched": "dev_mismatched.tsv",
                "test_matched": "test_matched.tsv", "test_mismatched": "test_mismatched.tsv"}
+# Seconds between progress lines while a split is read: SST-2's 67,349 examples take about 6 s
+# and log none; MNLI's 392,702 or SQuAD v1.1's 87,599 training examples log a few.
+_PROGRESS_SECONDS = 10
+
+FLAGS = flags.FLAGS
+logger = logging.getLogger("bert_tf.data")
 
 
 class LocalSourceError(ValueError):
@@ -73,12 +90,38 @@ class _LocalFiles:
     def __init__(self, *, source_files, max_examples_per_split=None, **kwargs):
         self.source_files = source_files
         self.max_examples_per_split = max_examples_per_split
+        # (split, path) of the file being read, while TFDS reads or encodes its examples.
+        self.reading = None
         super().__init__(**kwargs)
 
     def _local_splits(self, generate):
         """The split generators: `generate(split, path)` limited to the slice, per split."""
-        return {split: _limited(generate(split, path), self.max_examples_per_split)
+        return {split: self._read(split, path, generate)
                 for split, path in self.source_files.items()}
+
+    def _read(self, split, path, generate):
+        """The examples of `split` from `path`; logs how many every `_PROGRESS_SECONDS`, and
+        once more at the end of a split that logged any (TFDS then shuffles and writes it)."""
+        self.reading = split, path
+        started = last_logged = time.monotonic()
+        count = 0
+        for count, example in enumerate(
+                _limited(generate(split, path), self.max_examples_per_split), start=1):
+            yield example
+            if time.monotonic() - last_logged >= _PROGRESS_SECONDS:
+                logger.info("%s: %s examples read from %s so far", split, f"{count:,}", path)
+                last_logged = time.monotonic()
+        self.reading = None
+        if last_logged != started:
+            logger.info("%s: %s examples read from %s; writing them", split, f"{count:,}", path)
+
+    # Nothing is downloaded: TFDS's "Downloading and preparing dataset ..." and "Dataset ...
+    # downloaded and prepared ..." lines (printed, not logged) would say otherwise.
+    def _log_download_bytes(self):
+        pass
+
+    def _log_download_done(self):
+        pass
 
 
 class LocalGlue(_LocalFiles, glue.Glue, skip_registration=True):
@@ -153,19 +196,63 @@ def _builder_and_files(tfds_name, source_dir):
 
 def prepare_local(tfds_name, source_dir, data_dir, max_examples_per_split=None):
     """Prepares the catalog dataset `tfds_name` in `data_dir` from the files in `source_dir`
-    (see the module doc), without a network; returns the builder. Raises `LocalSourceError`
-    for an unknown name or config, or a directory without the dataset's files."""
+    (see the module doc), without a network; returns the builder. A dataset already prepared
+    there is kept as it is. Raises `LocalSourceError` for an unknown name or config, a
+    directory without the dataset's files or a file the catalog's code cannot read, and
+    `NotADirectoryError` for a `data_dir` that is a file.
+
+    Example:
+        >>> builder = prepare_local("squad/v1.1", "squad", "/tmp/tfds")
+        >>> builder.info.splits["validation"].num_examples
+        10570
+    """
     builder_class, config, files = _builder_and_files(tfds_name, source_dir)
-    builder = builder_class(config=config, data_dir=os.path.expanduser(data_dir),
-                            source_files=files, max_examples_per_split=max_examples_per_split)
-    builder.download_and_prepare(
-        download_config=tfds.download.DownloadConfig(try_download_gcs=False))
+    data_dir = os.path.expanduser(data_dir)
+    if problem := _data_dir_problem(data_dir):
+        raise NotADirectoryError(f"{tfds_name}: the data dir {data_dir} {problem}")
+    builder = builder_class(config=config, data_dir=data_dir, source_files=files,
+                            max_examples_per_split=max_examples_per_split)
+    # TFDS makes `downloads/extracted` in the download dir, by default in `data_dir`: nothing
+    # is downloaded, so a temporary one keeps `data_dir` free of it.
+    with tempfile.TemporaryDirectory() as download_dir:
+        try:
+            builder.download_and_prepare(
+                download_dir=download_dir,
+                download_config=tfds.download.DownloadConfig(try_download_gcs=False))
+        except OSError:
+            raise  # it names its file
+        except Exception as error:  # noqa: BLE001 (the catalog's readers raise anything)
+            if builder.reading is None:
+                raise
+            split, path = builder.reading
+            raise LocalSourceError(f"{tfds_name}: {path} cannot be read as its {split} split: "
+                                   f"{_problem(error)}") from error
     return builder
 
 
-def main(argv=None):
-    from absl import app, flags
+def _data_dir_problem(data_dir):
+    """Why the local directory `data_dir` cannot be made or written in, if a file is in the way
+    (TFDS would fail on it with a bare "Not a directory"); None otherwise."""
+    if is_remote(data_dir):
+        return None
+    path = os.path.abspath(data_dir)
+    while not os.path.exists(path) and os.path.dirname(path) != path:
+        path = os.path.dirname(path)
+    if os.path.isdir(path):
+        return None
+    if path == os.path.abspath(data_dir):
+        return "is a file, not a directory"
+    return f"cannot be made: {path} is a file"
 
+
+def _problem(error):
+    """What `error`, raised while the catalog's code read or encoded a source file, says."""
+    if isinstance(error, KeyError):  # a TSV column or JSON field the catalog's reader needs
+        return f"no field {error.args[0]!r}"
+    return str(error) if isinstance(error, ValueError) else f"{type(error).__name__}: {error}"
+
+
+def define_flags():
     flags.DEFINE_string("tfds_name", None, "The catalog dataset: glue/<config>, squad/v1.1, "
                         "squad/v2.0 or conll2003.")
     flags.DEFINE_string("source_dir", None, "Directory of the dataset's source files.")
@@ -175,20 +262,27 @@ def main(argv=None):
                          "each split (a small slice for tests).", lower_bound=1)
     flags.mark_flags_as_required(["tfds_name", "source_dir"])
 
-    def run(_):
-        try:
-            builder = prepare_local(flags.FLAGS.tfds_name, flags.FLAGS.source_dir,
-                                    flags.FLAGS.data_dir, flags.FLAGS.max_examples_per_split)
-        except LocalSourceError as error:
-            sys.exit(f"local_preparation: error: {error}")
-        splits = ", ".join(f"{name} {split.num_examples}"
-                           for name, split in sorted(builder.info.splits.items()))
-        print(f"Prepared {builder.info.full_name} in {builder.data_dir}: {splits}")
-    app.run(run, argv)
+
+def main():
+    if FLAGS.verbosity < 1:
+        # TFDS's tqdm bars would interleave carriage returns with the log lines, and fill a
+        # log file with them; `_read` logs progress instead.
+        tfds.disable_progress_bar()
+    logging.getLogger("bert_tf").setLevel(logging.INFO)
+    builder = prepare_local(FLAGS.tfds_name, FLAGS.source_dir, FLAGS.data_dir,
+                            FLAGS.max_examples_per_split)
+    splits = ", ".join(f"{name} {split.num_examples}"
+                       for name, split in sorted(builder.info.splits.items()))
+    print(f"Prepared {builder.info.full_name} in {builder.data_dir}: {splits}")
+    return 0
 
 
 if __name__ == "__main__":
-    # The builders' metadata is looked up by their module, which `python -m` would call
-    # `__main__`: run the imported module's main.
+    # Importing bert_tf.cli before TensorFlow loads (TFDS loads it when it first needs it)
+    # keeps TensorFlow's start-up lines off the console.
+    from bert_tf.cli.app import run_tool
+    # The builders' metadata is looked up by their module, which `python -m` calls
+    # `__main__`: the imported module's main prepares the dataset. The flags are defined by
+    # this file as the program, whose flags --helpshort lists.
     from bert_tf.data.tfds import local_preparation
-    local_preparation.main()
+    run_tool(local_preparation.main, define_flags)
