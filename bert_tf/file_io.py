@@ -67,6 +67,24 @@ def is_directory(path):
     return os.path.isdir(path)
 
 
+def file_in_the_way(directory):
+    """The file that keeps the local `directory` from being one to write into: `directory`
+    itself, or its nearest existing ancestor, when that is not a directory; None if nothing is
+    in the way (missing directories are made on the way) or the path is remote (an object there
+    does not keep one of the same name from being a directory too).
+
+    Example:
+        >>> file_in_the_way("notes.txt/run1")   # notes.txt is a file
+        'notes.txt'
+    """
+    if is_remote(directory):
+        return None
+    existing = directory  # the path, or its nearest ancestor that exists
+    while existing and not os.path.exists(existing):
+        existing = os.path.dirname(existing)
+    return None if not existing or os.path.isdir(existing) else existing
+
+
 def file_kind(path):
     """What `path` names: "directory", "file" (a regular file), "other" (a device, a pipe:
     /dev/null reads as empty, a pipe blocks its reader) or None (nothing). A remote filesystem

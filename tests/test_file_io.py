@@ -1,11 +1,12 @@
 """Which paths name one file (`file_keys`), which output files would destroy one
-(`output_file_problems`), and what a path names (`file_kind`), local and remote."""
+(`output_file_problems`), what a path names (`file_kind`) and which file keeps a directory
+from being made (`file_in_the_way`), local and remote."""
 
 import os
 
 import tensorflow as tf
 
-from bert_tf.file_io import file_keys, file_kind, output_file_problems
+from bert_tf.file_io import file_in_the_way, file_keys, file_kind, output_file_problems
 
 
 def test_paths_of_one_file_share_a_key(tmp_path, monkeypatch):
@@ -55,3 +56,12 @@ def test_what_a_path_names_locally_and_remotely(tmp_path):
         f.write("[PAD]\n")
     assert [file_kind(f"ram://file_kind/{name}") for name in ("dir", "vocab.txt", "none")] == [
         "directory", "file", None]
+
+
+def test_the_file_in_the_way_of_a_directory(tmp_path):
+    notes = tmp_path / "notes.txt"
+    notes.write_text("keep")
+    assert file_in_the_way(str(notes)) == str(notes)
+    assert file_in_the_way(str(notes / "run1" / "a")) == str(notes)
+    assert file_in_the_way(str(tmp_path / "new" / "run1")) is None
+    assert file_in_the_way("gs://bucket/notes.txt/run1") is None

@@ -8,28 +8,21 @@ Example (a tool's flag checks):
         problems.append(problem)
 """
 
-import os
-
-from bert_tf.file_io import file_kind, is_directory, is_remote
+from bert_tf.file_io import file_in_the_way, file_kind, is_remote
 
 
 def output_dir_problem(flag, path):
     """What keeps `path`, the value of --`flag`, from being a directory to write into (created
-    if missing); None if nothing does. Paths of other file systems (gs://...) are not checked:
-    an object there does not keep one of the same name from being a directory too.
+    if missing); None if nothing does. Paths of other file systems (gs://...) are not checked.
 
     Example:
         >>> output_dir_problem("output_dir", "notes.txt/run1")   # notes.txt is a file
         '--output_dir notes.txt/run1: notes.txt is a file, not a directory'
     """
-    if is_remote(path):
+    blocking = file_in_the_way(path)
+    if blocking is None:
         return None
-    existing = path  # the path, or its nearest ancestor that exists
-    while existing and not os.path.exists(existing):
-        existing = os.path.dirname(existing)
-    if not existing or is_directory(existing):
-        return None
-    where = path if existing == path else f"{path}: {existing}"
+    where = path if blocking == path else f"{path}: {blocking}"
     return f"--{flag} {where} is a file, not a directory"
 
 

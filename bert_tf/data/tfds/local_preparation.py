@@ -46,7 +46,7 @@ from tensorflow_datasets.core.dataset_builders.conll import conll_dataset_builde
 from tensorflow_datasets.datasets.squad import squad_dataset_builder
 from tensorflow_datasets.text import conll2003, glue
 
-from bert_tf.file_io import is_remote
+from bert_tf.file_io import file_in_the_way
 
 # The GLUE file of each TFDS split.
 _GLUE_FILES = {"train": "train.tsv", "validation": "dev.tsv", "test": "test.tsv"}
@@ -208,7 +208,10 @@ def prepare_local(tfds_name, source_dir, data_dir, max_examples_per_split=None):
     """
     builder_class, config, files = _builder_and_files(tfds_name, source_dir)
     data_dir = os.path.expanduser(data_dir)
-    if problem := _data_dir_problem(data_dir):
+    # TFDS would fail on a file in the way with a bare "Not a directory".
+    if (blocking := file_in_the_way(data_dir)) is not None:
+        problem = ("is a file, not a directory" if blocking == data_dir
+                   else f"cannot be made: {blocking} is a file")
         raise NotADirectoryError(f"{tfds_name}: the data dir {data_dir} {problem}")
     builder = builder_class(config=config, data_dir=data_dir, source_files=files,
                             max_examples_per_split=max_examples_per_split)
@@ -228,21 +231,6 @@ def prepare_local(tfds_name, source_dir, data_dir, max_examples_per_split=None):
             raise LocalSourceError(f"{tfds_name}: {path} cannot be read as its {split} split: "
                                    f"{_problem(error)}") from error
     return builder
-
-
-def _data_dir_problem(data_dir):
-    """Why the local directory `data_dir` cannot be made or written in, if a file is in the way
-    (TFDS would fail on it with a bare "Not a directory"); None otherwise."""
-    if is_remote(data_dir):
-        return None
-    path = os.path.abspath(data_dir)
-    while not os.path.exists(path) and os.path.dirname(path) != path:
-        path = os.path.dirname(path)
-    if os.path.isdir(path):
-        return None
-    if path == os.path.abspath(data_dir):
-        return "is a file, not a directory"
-    return f"cannot be made: {path} is a file"
 
 
 def _problem(error):
