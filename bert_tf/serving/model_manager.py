@@ -56,9 +56,10 @@ class ModelManager:
         `file_system_poll_wait_seconds` is 0, as in TF Serving). With no version on disk yet it
         warns and waits for one, as TF Serving does, unless none can come: when nothing polls,
         or when the base path is a version directory itself (FileNotFoundError)."""
-        if not self._versions_on_disk():
+        on_disk = self._versions_on_disk()
+        if not on_disk:
             self._no_version_yet()
-        self.poll_once()
+        self._serve_newest(on_disk)
         if self._poll_wait > 0:
             self._poller = threading.Thread(target=self._poll, name="version-poller", daemon=True)
             self._poller.start()
@@ -75,7 +76,10 @@ class ModelManager:
 
     def poll_once(self):
         """Serves the newest version on disk: loads it if it is new, unloads what it replaces."""
-        on_disk = self._versions_on_disk()
+        self._serve_newest(self._versions_on_disk())
+
+    def _serve_newest(self, on_disk):
+        """Serves the newest of `on_disk` ({version: directory}, as _versions_on_disk)."""
         newest = max(on_disk, default=None)
         current = self._current
         if newest is None:

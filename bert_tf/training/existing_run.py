@@ -98,7 +98,8 @@ def record_run(output_dir, config, vocab_file, tool, task=None):
     """Writes `bert_config.json`, a copy of `vocab_file` (`write_model_files`) and, when the
     run starts (`output_dir` has no checkpoint yet), `run.json` (`tool`, `task`) into
     `output_dir`; after `check_existing_run` passed. A run begun before `run.json` existed is
-    not recorded afterwards: what trained it is not known."""
+    not recorded afterwards: what trained it is not known (`FineTuner` refuses to resume a
+    checkpoint of another task model, by the class it records or by its shapes)."""
     write_model_files(output_dir, config, vocab_file)
     if not tf.train.latest_checkpoint(output_dir):
         write_json(os.path.join(output_dir, RUN_FILE), _run_record(tool, task))

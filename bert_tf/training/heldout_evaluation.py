@@ -44,10 +44,12 @@ class HeldOutEvaluation:
         self.step, self.metrics = None, None
 
     def __call__(self):
-        with naming_bad_input_files(self.files, self.seq_length, self.predictions):
+        vocab_size = self.trainer.model.encoder.config.vocab_size
+        with naming_bad_input_files(self.files, self.seq_length, self.predictions, vocab_size):
             self.metrics = self.trainer.evaluate(
                 lambda context: evaluation_dataset(self.files, self.batch_size, self.seq_length,
-                                                   self.predictions, self.num_records, context),
+                                                   self.predictions, self.num_records, context,
+                                                   vocab_size),
                 self.steps)
         self.step = int(self.trainer.global_step.numpy())
         logger.info("Evaluation at step %d on %d records: %s", self.step, self.num_records,

@@ -10,6 +10,7 @@ import pytest
 import tensorflow as tf
 
 from bert_tf import BertClassifier, BertTokenClassifier
+from bert_tf.checkpoints import layout
 from bert_tf.data.tasks.dynamic_padding import bucketed_batches, padded_batches
 from bert_tf.export import load_task_model
 from bert_tf.training import fine_tuning
@@ -183,6 +184,52 @@ def test_predicts_without_tf_data_autotuning(monkeypatch):
     examples = _examples().map(lambda features, labels: features)
     predict_padded(tagger, padded_batches(examples, 8, SEQ), SEQ, verbose=0)
     assert iterated == [False]
+
+
+def _files(directory):
+    return {name: open(os.path.join(directory, name), "rb").read()
+            for name in os.listdir(directory) if os.path.isfile(os.path.join(directory, name))}
+
+
+def test_resuming_another_task_models_run_names_it_and_keeps_it(tmp_path, monkeypatch):
+    # Output directories without run.json (begun before it existed): a BertClassifier's run
+    # whose checkpoint records the model's class, and one older than that record.
+    recorded, older = str(tmp_path / "recorded"), str(tmp_path / "older")
+    _tuner(recorded, steps=1).train(_dataset_fn(), verbose=0)
+    with monkeypatch.context() as before_the_record:
+        before_the_record.setattr(layout, "task_model_classes", lambda model_class: [])
+        _tuner(older, steps=1).train(_dataset_fn(), verbose=0)
+    assert [layout.ObjectGraph(f"{directory}/ckpt-1").child_names(
+        (layout.TASK_MODEL_CLASSES_KEY,)) for directory in (recorded, older)] == [
+        ["BertClassifier"], []]
+    before = {directory: _files(directory) for directory in (recorded, older)}
+
+    def resume(output_dir, model):
+        return FineTuner(model, output_dir, num_train_steps=4, learning_rate=1e-3,
+                         loss={"logits": keras.losses.SparseCategoricalCrossentropy(
+                             from_logits=True)}).restore_latest()
+
+    # A token classifier's head has the same names and shapes: it used to resume silently.
+    with pytest.raises(ValueError) as error:
+        resume(recorded, BertTokenClassifier(tiny_encoder(seed=1), num_classes=2))
+    assert str(error.value) == (
+        f"{recorded} holds a run this BertTokenClassifier cannot resume: {recorded}/ckpt-1 holds "
+        f"a fine-tuned BertClassifier, not a BertTokenClassifier. Use a new --output_dir.")
+    # Without the record, the shapes tell: TensorFlow named one variable and two shapes.
+    with pytest.raises(ValueError) as error:
+        resume(older, BertClassifier(tiny_encoder(seed=1), num_classes=3))
+    assert str(error.value) == (
+        f"{older} holds a run this BertClassifier cannot resume: Checkpoint {older}/ckpt-1 does "
+        f"not fit the model: 0 missing, 2 with the wrong shape.\n"
+        f"Wrong shape (2; name: expected, found):\n"
+        f"  model/classifier/_kernel: expected (16, 3), found (16, 2)\n"
+        f"  model/classifier/bias: expected (3,), found (2,)\n"
+        f"Its `model` does not match a BertClassifier with this config. Use a new --output_dir.")
+    assert {directory: _files(directory) for directory in (recorded, older)} == before
+    # The same task model resumes both.
+    for output_dir in (recorded, older):
+        assert resume(output_dir, BertClassifier(tiny_encoder(seed=1), num_classes=2)) == (
+            f"{output_dir}/ckpt-1")
 
 
 def test_rejects_bad_settings(tmp_path):

@@ -74,7 +74,7 @@ def dynamic_masking_dataset(files, global_batch_size, max_seq_length, max_predic
       global_batch_size: examples per training step over all replicas.
       max_seq_length, max_predictions_per_seq: the shapes of the batches.
       input_context: as in `training_dataset`: pipelines read disjoint files when there are at
-        least as many files as pipelines, and disjoint pairs of the same files otherwise.
+        least as many files as pipelines, and disjoint examples of the same files otherwise.
       seed: the seed of the file order, shuffling, pairing and masking.
       start_step: the global step the stream starts at (resuming skips what was fed).
       tokenizer: the `BertTokenizer` of the model's vocabulary.
@@ -116,15 +116,16 @@ def dynamic_masking_dataset(files, global_batch_size, max_seq_length, max_predic
 
     # The files repeat forever: without this check, files that make no example would leave the
     # stream waiting for one forever.
-    _check_examples_come(indexed_files.flat_map(units_of_file),
-                         files[pipeline_id::num_pipelines] if shard_files else files,
-                         next_sentence, segment_length)
+    read_files = file_names(files[pipeline_id::num_pipelines] if shard_files else files)
+    if shard_files and num_pipelines > 1:
+        read_files += (f" (read by input pipeline {pipeline_id} of {num_pipelines} alone: "
+                       f"each reads its own share of the {len(files)} files)")
+    _check_examples_come(indexed_files.flat_map(units_of_file), read_files, next_sentence,
+                         segment_length)
     indexed_files = indexed_files.shuffle(len(files), seed=seed).repeat()
     units = indexed_files.interleave(
         units_of_file, cycle_length=min(len(files), _PARALLEL_FILES),
         num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
-    if not shard_files:
-        units = units.shard(num_pipelines, pipeline_id)
     units = units.shuffle(shuffle_buffer, seed=seed + 1)
     if next_sentence:
         units = units.ragged_batch(_NEXT_SENTENCE_WINDOW).enumerate().map(_plain(
@@ -133,6 +134,12 @@ def dynamic_masking_dataset(files, global_batch_size, max_seq_length, max_predic
                     [seed, _NEXT_SENTENCE_STREAM], index)))).unbatch()
     else:
         units = units.map(_plain(lambda segment, document: (segment, tf.constant(0, tf.int32))))
+    if not shard_files:
+        # Every pipeline makes the same examples and keeps its share of them. Sharding the
+        # pairs instead gave each pipeline the same pairs every pass when a pass made a
+        # multiple of the pipelines' number: a pipeline given only a document's last pair (no
+        # B of its own), and no other document to take a B from, waited forever.
+        units = units.shard(num_pipelines, pipeline_id)
 
     packer = BertPacker(max_seq_length, vocab.cls_id, vocab.sep_id, vocab.pad_id)
 
@@ -157,11 +164,11 @@ def dynamic_masking_dataset(files, global_batch_size, max_seq_length, max_predic
     return batches.prefetch(tf.data.AUTOTUNE)
 
 
-def _check_examples_come(units, files, next_sentence, segment_length):
-    """Raises a ValueError naming `files` when a pass over their `units` (segments, or pairs
-    `(A, B, document key, has B)`) makes no example. Reads as far as the first unit that
-    makes one: a segment, a pair with its B, or a pair of a second document (whose A can be
-    a random B)."""
+def _check_examples_come(units, read_files, next_sentence, segment_length):
+    """Raises a ValueError naming `read_files` (the files, as a message names them) when a
+    pass over their `units` (segments, or pairs `(A, B, document key, has B)`) makes no
+    example. Reads as far as the first unit that makes one: a segment, a pair with its B, or a
+    pair of a second document (whose A can be a random B)."""
     first_document = None
     for unit in units:
         if not next_sentence:
@@ -177,7 +184,7 @@ def _check_examples_come(units, files, next_sentence, segment_length):
         why = (f"they hold a single document and it makes a single segment (sentences are "
                f"gathered up to {segment_length} pieces): sentence pairs need a second document "
                f"(after a blank line) or a longer one, or no next-sentence prediction")
-    raise ValueError(f"{file_names(files)}: no pre-training example can be made: {why}")
+    raise ValueError(f"{read_files}: no pre-training example can be made: {why}")
 
 
 def _sentences(path, file_index, tokenizer, read_lines=None):

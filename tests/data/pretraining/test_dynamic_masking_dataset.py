@@ -3,6 +3,7 @@ one document, masked anew each epoch, deterministic and resumable."""
 
 import os
 import re
+import threading
 
 import numpy as np
 import pytest
@@ -240,12 +241,49 @@ def test_a_pipeline_without_examples_names_its_files(tmp_path, tokenizer):
     files = [str(tmp_path / "a.txt"), str(tmp_path / "b.txt")]
     contexts = [tf.distribute.InputContext(num_input_pipelines=2, input_pipeline_id=pipeline,
                                            num_replicas_in_sync=2) for pipeline in range(2)]
-    with pytest.raises(ValueError, match=f"^{re.escape(files[0])}: no pre-training example"):
+    with pytest.raises(ValueError, match=f"^{re.escape(files[0])} " + re.escape(
+            "(read by input pipeline 0 of 2 alone: each reads its own share of the 2 files): "
+            "no pre-training example can be made: no line has tokens")):
         dynamic_masking_dataset(files, 2 * BATCH, SEQ_LENGTH, PREDICTIONS, contexts[0],
                                 tokenizer=tokenizer)
     batch = take(dynamic_masking_dataset(files, 2 * BATCH, SEQ_LENGTH, PREDICTIONS, contexts[1],
                                          tokenizer=tokenizer, shuffle_buffer=4), 1)[0]
     assert batch["input_word_ids"].shape == (BATCH, SEQ_LENGTH)
+
+
+def first_batches(dataset, count, seconds=60):
+    """The first `count` batches of `dataset`, or a failure when they take over `seconds` (a
+    stream that waits forever for an example)."""
+    batches = []
+    reader = threading.Thread(target=lambda: batches.extend(take(dataset, count)), daemon=True)
+    reader.start()
+    reader.join(seconds)
+    assert len(batches) == count, f"no {count} batches within {seconds} s"
+    return batches
+
+
+@pytest.mark.parametrize("text", [
+    "w1 w2\n\nw3 w4\n",                         # two documents of one segment each
+    "w1 w2 w3 w4 w5 w6\nw7 w8 w9 w10 w11 w12\nw13 w14 w15 w16 w17 w18\n",  # three segments
+], ids=["two-documents", "three-segments"])
+def test_pipelines_sharing_a_file_each_get_every_other_example(tmp_path, tokenizer, text):
+    # Two pairs per pass, sharded between two pipelines, gave each the same pair every pass:
+    # the pipeline whose pair has no B (and no other document to take one from) waited forever.
+    (tmp_path / "one.txt").write_text(text)
+    files = [str(tmp_path / "one.txt")]
+    single = first_batches(dynamic_masking_dataset(files, BATCH, SEQ_LENGTH, PREDICTIONS,
+                                                   seed=4, tokenizer=tokenizer,
+                                                   shuffle_buffer=4), 2)
+    shares = [first_batches(dynamic_masking_dataset(
+        files, 2 * BATCH, SEQ_LENGTH, PREDICTIONS,
+        tf.distribute.InputContext(num_input_pipelines=2, input_pipeline_id=pipeline,
+                                   num_replicas_in_sync=2),
+        seed=4, tokenizer=tokenizer, shuffle_buffer=4), 1) for pipeline in range(2)]
+    # The examples of one pipeline, taken in turns from two (masks aside: each is masked by
+    # its own pipeline).
+    expected = [example[:3] for example in examples(single)]
+    for pipeline, batches in enumerate(shares):
+        assert [example[:3] for example in examples(batches)] == expected[pipeline::2]
 
 
 def test_gutenberg_with_a_real_vocabulary():

@@ -238,6 +238,32 @@ def test_the_file_of_other_record_lengths_is_named(records, damaged, odd_first):
     check_same_record_lengths(sorted(records))     # one length: no error
 
 
+def test_token_ids_beyond_the_vocab_size_name_the_limit_and_the_file(records, tmp_path):
+    # The later file was made with a vocabulary of 60 ids, the model has 40: the embedding
+    # lookup used to stop training with an error naming neither.
+    other_vocab = str(tmp_path / "c.tfrecord")
+    instances = write_pretraining_records(other_vocab, 12, SEQ, PREDICTIONS, vocab_size=60,
+                                          seed=3)
+    largest = max(max(i["input_ids"] + i["masked_lm_ids"]) for i in instances)
+    assert largest >= 40
+    files = sorted(records) + [other_vocab]
+    for dataset in (training_dataset(files, 4, SEQ, PREDICTIONS, vocab_size=40),
+                    evaluation_dataset(files, 4, SEQ, PREDICTIONS, 36, vocab_size=40)):
+        with pytest.raises(tf.errors.InvalidArgumentError, match=re.escape(
+                "token ids must be below vocab_size 40, found] [")):
+            batches(dataset, 100)
+        with pytest.raises(InputFileError, match="^" + re.escape(
+                f"{other_vocab}: holds token id {largest}, but the model's vocab_size is 40: the "
+                f"records were made with another vocabulary; use its config") + "$"):
+            with naming_bad_input_files(files, SEQ, PREDICTIONS, vocab_size=40):
+                batches(dataset, 100)
+    # Ids below the limit pass unchanged.
+    checked = batches(training_dataset(files, 4, SEQ, PREDICTIONS, seed=2, vocab_size=60), 20)
+    unchecked = batches(training_dataset(files, 4, SEQ, PREDICTIONS, seed=2), 20)
+    for got, expected in zip(checked, unchecked):
+        np.testing.assert_array_equal(got["input_word_ids"], expected["input_word_ids"])
+
+
 def test_count_records_names_a_truncated_file(records, damaged):
     with pytest.raises(InputFileError, match=f"{damaged['truncated']}: corrupt or truncated"):
         count_records(sorted(records) + [damaged["truncated"]])
