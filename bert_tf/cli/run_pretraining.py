@@ -301,10 +301,11 @@ def _check_token_ids(path, flag, lengths, config, config_file):
                              f"were made with another vocabulary; use its config")
 
 
-def _training_dataset_fn(job, train_files, text_files, seq_length, predictions,
+def _training_dataset_fn(job, train_files, text_files, seq_length, predictions, vocab_size,
                          read_lines=None):
-    """`(input_context, start_step) -> dataset` of the records or, masked on the fly, the text
-    (`read_lines`: how a text file is read, see `dynamic_masking_dataset`)."""
+    """`(input_context, start_step) -> dataset` of the records (their token ids checked
+    against `vocab_size`) or, masked on the fly, the text (`read_lines`: how a text file is
+    read, see `dynamic_masking_dataset`)."""
     from bert_tf.data.pretraining.dynamic_masking_dataset import dynamic_masking_dataset
     from bert_tf.data.pretraining.records_dataset import training_dataset
     from bert_tf.text.bert_tokenizer import BertTokenizer
@@ -318,7 +319,7 @@ def _training_dataset_fn(job, train_files, text_files, seq_length, predictions,
             read_lines=read_lines)
     return lambda context, start_step: training_dataset(
         train_files, job.train_batch_size, seq_length, predictions, context, seed=job.seed,
-        start_step=start_step)
+        start_step=start_step, vocab_size=vocab_size)
 
 
 def main():
@@ -425,10 +426,12 @@ def main():
                      len(text_files or train_files), "text" if text_files else "record",
                      replicas, job.strategy)
         reading = (contextlib.nullcontext() if text_files
-                   else naming_bad_input_files(train_files, seq_length, predictions))
+                   else naming_bad_input_files(train_files, seq_length, predictions,
+                                               config.vocab_size))
         with reading:
             trainer.train(
                 _training_dataset_fn(job, train_files, text_files, seq_length, predictions,
+                                     config.vocab_size,
                                      tfds_text.line_dataset if tfds_text else None),
                 job.output_dir, steps_per_execution=job.steps_per_execution,
                 save_checkpoints_steps=job.save_checkpoints_steps,

@@ -14,7 +14,8 @@ import tensorflow as tf
 from bert_tf.config import BertConfig
 from bert_tf.text.bert_tokenizer import BertTokenizer
 from bert_tf.text.vocab import load_vocab
-from tests.data.pretraining.records import write_pretraining_records
+from tests.data.pretraining.records import (make_instance, serialize_instance,
+                                            write_pretraining_records)
 from tests.data.pretraining.toy_corpus import CLS as CLS_ID
 from tests.data.pretraining.toy_corpus import SEP as SEP_ID
 from tests.data.pretraining.toy_corpus import (VOCAB, numbered_documents, word_ids, write_corpus,
@@ -202,6 +203,32 @@ def test_token_ids_beyond_the_configs_vocab_size_are_named(data, tmp_path):
     assert result.returncode == 1
     assert f"{records} (from --input_file) holds token id {largest}, but" in result.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_token_ids_beyond_the_vocab_size_in_a_later_file_name_it_and_keep_checkpoints(
+        data, tmp_path):
+    # Only the first file's first records are checked before training: the second file's last
+    # record (an id of a 60-word vocabulary) reaches the step, which stops naming the file and the
+    # limit, after checkpoints that stay as they were.
+    rng = np.random.default_rng(8)
+    instances = [make_instance(rng, 16, 3, vocab_size=40) for _ in range(96)]
+    largest = instances[-1]["input_ids"][1] = 59
+    later = tmp_path / "z_bigger_vocab.tfrecord"
+    with tf.io.TFRecordWriter(str(later)) as writer:
+        for instance in instances:
+            writer.write(serialize_instance(instance))
+    output_dir = tmp_path / "out"
+    result = run_tool(TOOL, f"--bert_config_file={data['config']}", f"--output_dir={output_dir}",
+                      f"--input_file={data['heldout']},{later}", "--num_train_steps=200",
+                      "--num_warmup_steps=0", "--train_batch_size=8", "--save_checkpoints_steps=2",
+                      "--steps_per_execution=1", "--strategy=cpu", "--nojit_compile")
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines()[-1] == (
+        f"run_pretraining: error: {later}: holds token id {largest}, but the model's vocab_size "
+        f"is 40: the records were made with another vocabulary; use its config")
+    saved = tf.train.latest_checkpoint(str(output_dir))
+    assert saved
+    tf.train.load_checkpoint(saved).get_variable_to_shape_map()  # readable, not cut short
 
 
 def test_a_file_as_output_dir_or_export_dir_is_refused_before_anything_is_written(data, tmp_path):
