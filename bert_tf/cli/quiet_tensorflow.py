@@ -12,9 +12,10 @@ but the oneDNN notice.
 So `install` makes the first `import tensorflow` run with file descriptor 2 (what C++ writes
 to) captured, together with TensorFlow's first look for devices; afterwards every captured
 line that is not noise is written to stderr. Noise is a C++ INFO or WARNING line (what
-level 2 hides later anyway), absl's banner, and "failed call to cuInit" when TensorFlow also
-found no CUDA driver at all (a machine without a GPU; with a driver, the error is real and
-shown). An import that fails shows everything it printed.
+level 2 hides later anyway), absl's banner, and "failed call to cuInit" when TensorFlow found
+no CUDA driver at all (a machine without a GPU; with a driver, the error is real and shown),
+in glog's format (TF 2.21) or TensorFlow's own (TF 2.20, which prints only this line at level
+2). An import that fails shows everything it printed.
 
 Example (bert_tf/cli/__init__.py, before any tool imports TensorFlow):
     quiet_tensorflow.install(verbosity_in(sys.argv))
@@ -30,8 +31,10 @@ import tempfile
 _NOISE = re.compile(
     r"WARNING: All log messages before absl::InitializeLog\(\) is called are written to STDERR"
     r"|[IW]\d{4} [\d:.]+ +\d+ [\w.]+:\d+\] ")  # glog format: I0000 00:00:17.0 941 port.cc:153]
-_NO_CUDA_DRIVER = "Could not find cuda drivers on your machine"
-_CUINIT_FAILED = re.compile(r"E\d{4} [\d:.]+ +\d+ cuda_platform\.cc:\d+\] failed call to cuInit")
+# TensorFlow's CUDA stub answers error 303 (CUDA_ERROR_SHARED_OBJECT_INIT_FAILED) when it cannot
+# load the driver library; TF 2.20 prints "2026-11-29 05:02:51.721743: E external/.../".
+_CUINIT_WITHOUT_DRIVER = re.compile(r"(?:E\d{4} [\d:.]+ +\d+ |[\d-]+ [\d:.]+: E \S*/)"
+                                    r"cuda_platform\.cc:\d+\] failed call to cuInit: .*\(303\)$")
 
 
 def verbosity_in(argv):
@@ -58,10 +61,8 @@ def verbosity_in(argv):
 
 def shown_lines(captured):
     """The lines of `captured` (what TensorFlow's import printed) that are not noise."""
-    lines = captured.splitlines(keepends=True)
-    no_cuda_driver = any(_NO_CUDA_DRIVER in line for line in lines)
-    return [line for line in lines
-            if not _NOISE.match(line) and not (no_cuda_driver and _CUINIT_FAILED.match(line))]
+    return [line for line in captured.splitlines(keepends=True)
+            if not _NOISE.match(line) and not _CUINIT_WITHOUT_DRIVER.match(line)]
 
 
 class _CapturedStderr:

@@ -5,13 +5,19 @@ Example:
     >>> strategy = create_strategy("tpu", tpu="grpc://10.2.3.4:8470")
 """
 
+import contextlib
 import logging
 import os
 import re
+import signal
 import socket
+import threading
+import time
 import urllib.parse
 
 import tensorflow as tf
+from tensorflow.python.distribute import multi_worker_util
+from tensorflow.python.eager import context
 
 from bert_tf.data.without_autotuning import without_autotuning
 from bert_tf.training import tpu_host
@@ -22,6 +28,13 @@ STRATEGIES = ("tpu", "mirrored", "multi_worker_mirrored", "one_device", "cpu")
 
 # How long to wait for a TPU worker's gRPC port before giving up with a clear error.
 TPU_CONNECT_TIMEOUT_SECONDS = 10.0
+
+# How long a multi-worker job waits for the other workers of TF_CONFIG's cluster to start (the
+# hosts of a cluster start minutes apart), and the variable that changes it.
+WORKER_WAIT_VARIABLE = "BERT_TF_WORKER_WAIT_SECONDS"
+DEFAULT_WORKER_WAIT_SECONDS = 300
+# The jobs whose tasks run the collectives (TensorFlow's coordination service knows only these).
+_COORDINATED_JOBS = ("chief", "worker")
 
 
 class TpuUnavailableError(RuntimeError):
@@ -36,6 +49,7 @@ def create_strategy(name, tpu=None):
     * `mirrored`: synchronous data parallelism over this machine's GPUs, or over its logical
       CPU devices when it has none (one, unless `tf.config` split the CPU).
     * `multi_worker_mirrored`: the same across machines; the cluster comes from `$TF_CONFIG`.
+      It waits up to `$BERT_TF_WORKER_WAIT_SECONDS` (default 300) for the other workers.
     * `one_device`: the first GPU, else the CPU. `cpu`: the CPU even when there are GPUs.
 
     Call it before running any TensorFlow op: a multi-worker strategy configures TensorFlow's
@@ -46,7 +60,7 @@ def create_strategy(name, tpu=None):
     if tpu:
         raise ValueError(f"--tpu={tpu} is only used with --strategy=tpu, not {name}")
     if name == "multi_worker_mirrored":  # first: listing devices would start the runtime
-        return tf.distribute.MultiWorkerMirroredStrategy()
+        return _multi_worker_strategy()
     gpus = [d.name for d in tf.config.list_logical_devices("GPU")]
     if name == "mirrored":
         return tf.distribute.MirroredStrategy(
@@ -58,6 +72,145 @@ def create_strategy(name, tpu=None):
     raise ValueError(f"Unknown strategy {name!r}; choose one of {', '.join(STRATEGIES)}")
 
 
+def _multi_worker_strategy():
+    """`MultiWorkerMirroredStrategy` on TF_CONFIG's cluster, once every worker has started.
+
+    TensorFlow's own wait for the other workers, in the strategy's constructor, cannot be
+    interrupted: it runs in C++ holding the GIL (no Python signal handler runs) and replaces
+    the SIGTERM handler with its preemption notice, which only records the signal; and its
+    leader (worker 0) waits with no bound (TF 2.21: over 10 minutes for a worker that never
+    came). So the waiting happens here first, in Python, for a bounded time; TensorFlow's own
+    registration gets the same bound in case a worker dies in between.
+    """
+    resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
+    cluster = multi_worker_util.normalize_cluster_spec(resolver.cluster_spec())
+    if (resolver.task_type not in _COORDINATED_JOBS
+            or context.context().coordination_service is not None):
+        # One machine, an evaluator, or a coordination service the caller configured.
+        return tf.distribute.MultiWorkerMirroredStrategy(resolver)
+    seconds = _worker_wait_seconds()
+    _wait_for_other_workers(cluster, resolver.task_type, resolver.task_id, seconds)
+    # What MultiWorkerMirroredStrategy configures itself when nothing is, plus the bound.
+    context.context().configure_coordination_service(
+        service_type="standalone", service_leader=multi_worker_util.coordination_leader(cluster),
+        cluster_register_timeout_in_ms=int(seconds * 1000))
+    coordination = context.context().coordination_service
+    for job in _COORDINATED_JOBS:
+        if job in cluster.jobs:
+            coordination.coordinated_job_list.add(name=job, num_tasks=cluster.num_tasks(job))
+    # Without the barrier, the service's leader waits for the others with no bound.
+    coordination.cluster_register_with_barrier = True
+    with _terminable_while_tensorflow_connects():
+        try:
+            return tf.distribute.MultiWorkerMirroredStrategy(resolver)
+        except (tf.errors.DeadlineExceededError, tf.errors.UnavailableError) as e:
+            raise RuntimeError(_workers_missing(_not_joined(cluster, e.message), seconds)) from e
+
+
+def _not_joined(cluster, message):
+    """What TensorFlow's `message` about a failed registration says of the absent workers."""
+    # The leader's message lists the tasks that never registered, one a line, after these
+    # words (then other tasks, in the gRPC details); a worker's names none.
+    listed = re.match(r"(\s*/job:\w+/replica:\d+/task:\d+)*",
+                      message.partition("timed out task names:")[2]).group(0)
+    tasks = re.findall(r"/job:(\w+)/replica:\d+/task:(\d+)", listed)
+    if not tasks:
+        return f"this worker could not join them ({message.strip().splitlines()[0][:200]})"
+    return ", ".join(f"{job} {index} at {cluster.task_address(job, int(index))}"
+                     for job, index in tasks) + " accepted connections but did not join"
+
+
+def _worker_wait_seconds():
+    value = os.environ.get(WORKER_WAIT_VARIABLE, "")
+    if not value:
+        return DEFAULT_WORKER_WAIT_SECONDS
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = 0
+    if not seconds > 0:
+        raise ValueError(f"{WORKER_WAIT_VARIABLE}={value}: expected a number of seconds above 0")
+    return seconds
+
+
+def _workers_missing(what, seconds):
+    return (f"The other workers of TF_CONFIG's cluster did not all start within {seconds:g} s: "
+            f"{what}. Fix: run the same command on every host of the cluster, each with its own "
+            f"task index in TF_CONFIG, and check the addresses and that this host reaches them; "
+            f"{WORKER_WAIT_VARIABLE} sets the wait in seconds")
+
+
+def _host_and_port(address):
+    parsed = urllib.parse.urlsplit("//" + address)  # "host:port" or "[v6 address]:port"
+    return parsed.hostname, parsed.port
+
+
+def _wait_for_other_workers(cluster, task_type, task_id, seconds):
+    """Returns once every other chief and worker task of `cluster` (a `ClusterSpec`) accepts
+    connections at its address; raises a RuntimeError naming those that do not after
+    `seconds`. Meanwhile this task's own port accepts connections, so that the others see it
+    (TensorFlow's server opens it only once it waits for them itself)."""
+    own_address = cluster.task_address(task_type, task_id)
+    try:
+        listener = socket.create_server(("", _host_and_port(own_address)[1]))
+    except OSError as e:
+        raise RuntimeError(f"This worker cannot listen at its address {own_address} "
+                           f"(TF_CONFIG: task {task_type} {task_id}): {e}. Fix: end what holds "
+                           f"the port, or give the task a free port on every host") from e
+    missing = {f"{job} {index} at {cluster.task_address(job, index)}":
+               cluster.task_address(job, index)
+               for job in _COORDINATED_JOBS if job in cluster.jobs
+               for index in cluster.task_indices(job) if (job, index) != (task_type, task_id)}
+    deadline = time.monotonic() + seconds
+    with listener:
+        missing = _not_answering(missing)
+        if missing:
+            logger.info("Waiting up to %g s for the other workers of TF_CONFIG's cluster: %s "
+                        "(%s sets the wait)", seconds, ", ".join(missing), WORKER_WAIT_VARIABLE)
+        while missing:
+            if time.monotonic() >= deadline:
+                raise RuntimeError(_workers_missing(
+                    f"no answer from {', '.join(missing)}", seconds))
+            time.sleep(0.5)
+            missing = _not_answering(missing)
+
+
+def _not_answering(addresses):
+    """The items of `addresses` ({name: "host:port"}) where nothing accepts connections."""
+    missing = {}
+    for name, address in addresses.items():
+        try:
+            _connect(*_host_and_port(address), timeout=1)
+        except OSError:
+            missing[name] = address
+    return missing
+
+
+def _connect(host, port, timeout):
+    """Opens and closes a TCP connection to `host`:`port`; OSError if nothing accepts it."""
+    with socket.create_connection((host, port), timeout=timeout):
+        pass
+
+
+@contextlib.contextmanager
+def _terminable_while_tensorflow_connects():
+    """While TensorFlow connects to the other workers (C++ holding the GIL), SIGINT ends the
+    process at once and SIGTERM waits, blocked, for the end of the call; then SIGTERM gets its
+    handler back from TensorFlow's preemption notice, which would only record it."""
+    if threading.current_thread() is not threading.main_thread():  # signals are the main's
+        yield
+        return
+    interrupt, terminate = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL if terminate is None else terminate)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
+        signal.signal(signal.SIGINT, signal.SIG_DFL if interrupt is None else interrupt)
+
+
 def _check_reachable(address):
     # TensorFlow retries an unreachable gRPC worker for minutes; a plain TCP connect says
     # "nobody there" in milliseconds (refused) or after the timeout (unroutable).
@@ -66,9 +219,7 @@ def _check_reachable(address):
         raise TpuUnavailableError(f"--tpu={address}: expected grpc://HOST:PORT (a TPU node's "
                                   f"worker listens on port 8470)")
     try:
-        with socket.create_connection((parsed.hostname, parsed.port),
-                                      timeout=TPU_CONNECT_TIMEOUT_SECONDS):
-            pass
+        _connect(parsed.hostname, parsed.port, TPU_CONNECT_TIMEOUT_SECONDS)
     except OSError as e:
         raise TpuUnavailableError(
             f"Cannot reach the TPU worker at {address} (--tpu): {e}. Fix: check the address "

@@ -15,6 +15,7 @@ import pytest
 
 from bert_tf.cli import quiet_tensorflow
 from tests.cli.user_runs import run_as_user
+from tests.data.pretraining.records import write_pretraining_records
 from tests.data.pretraining.toy_corpus import VOCAB, numbered_documents, write_corpus, write_vocab
 from tests.tools.test_run_pretraining import CONFIG
 from tests.resources import REPO_ROOT
@@ -30,7 +31,16 @@ machine, GPU will not be used.
 E0000 00:00:1795515377.543426     941 cuda_platform.cc:52] failed call to cuInit: INTERNAL: \
 CUDA error: Failed call to cuInit: UNKNOWN ERROR (303)
 """
-CUINIT_FAILED = STARTUP_NOISE.splitlines(keepends=True)[-1]
+CUINIT_WITHOUT_DRIVER = STARTUP_NOISE.splitlines(keepends=True)[-1]
+# TensorFlow 2.20's only start-up line at TF_CPP_MIN_LOG_LEVEL=2, on the same machine.
+STARTUP_NOISE_TF_2_20 = """\
+2026-11-29 05:02:51.721743: E external/local_xla/xla/stream_executor/cuda/cuda_platform.cc:51] \
+failed call to cuInit: INTERNAL: CUDA error: Failed call to cuInit: UNKNOWN ERROR (303)
+"""
+# With a CUDA driver but no usable GPU.
+CUINIT_FAILED = ("E0000 00:00:1795515377.543426     941 cuda_platform.cc:52] failed call to "
+                 "cuInit: INTERNAL: CUDA error: Failed call to cuInit: CUDA_ERROR_NO_DEVICE: no "
+                 "CUDA-capable device is detected\n")
 # A C++ log line of any level (glog format), and absl's banner: none of them is the tool's.
 CPP_LOG_LINE = re.compile(r"^[IWEF]\d{4} [\d:.]+ +\d+ \w+\.cc:\d+\] |^WARNING: All log messages",
                           re.MULTILINE)
@@ -66,6 +76,7 @@ def test_verbosity_1_brings_tensorflows_lines_back(text_file, tmp_path):
 def test_startup_noise_is_dropped_and_other_lines_kept():
     kept = "2026-11-24 10:00:00.1: E tensorflow/core/x.cc:1] a real problem\nTraceback (...)\n"
     assert quiet_tensorflow.shown_lines(STARTUP_NOISE) == []
+    assert quiet_tensorflow.shown_lines(STARTUP_NOISE_TF_2_20) == []
     assert quiet_tensorflow.shown_lines(STARTUP_NOISE + kept) == kept.splitlines(keepends=True)
     # A failed cuInit where a CUDA driver was found is a real problem with the GPU: kept.
     assert quiet_tensorflow.shown_lines(CUINIT_FAILED) == [CUINIT_FAILED]
@@ -94,7 +105,7 @@ class PrintingLoader:
         if self.error:
             raise self.error
         module.config = types.SimpleNamespace(
-            list_physical_devices=lambda: os.write(2, CUINIT_FAILED.encode()))
+            list_physical_devices=lambda: os.write(2, CUINIT_WITHOUT_DRIVER.encode()))
 
 
 def new_module(loader):
@@ -165,3 +176,18 @@ def test_run_pretraining_with_its_default_strategy_prints_no_tensorflow_log_line
     assert f"Exported the encoder (with its masked-LM head) to {tmp_path}/out/export/2" in (
         result.stderr)
     assert "INFO:tensorflow" not in result.stderr
+
+
+def test_an_unreachable_tpu_is_the_only_line_on_stderr(tmp_path):
+    records = tmp_path / "train.tfrecord"
+    write_pretraining_records(records, 8, 16, 3, vocab_size=40)
+    config = tmp_path / "bert_config.json"
+    config.write_text(json.dumps(CONFIG))
+    result = run_as_user(
+        "run_pretraining.py", f"--bert_config_file={config}", f"--input_file={records}",
+        f"--output_dir={tmp_path}/out", "--strategy=tpu", "--tpu=grpc://127.0.0.1:1",
+        timeout=120)
+    assert result.returncode == 1
+    assert result.stderr.startswith("run_pretraining: error: Cannot reach the TPU worker at "
+                                    "grpc://127.0.0.1:1 (--tpu)"), result.stderr
+    assert result.stderr.count("\n") == 1, result.stderr
