@@ -344,7 +344,9 @@ def naming_bad_input_files(files, max_seq_length, max_predictions_per_seq, vocab
     """
     try:
         yield
-    except (tf.errors.DataLossError, tf.errors.InvalidArgumentError) as error:
+    # A record that is no tf.train.Example fails to parse with a message quoting its bytes,
+    # which TensorFlow then fails to decode as UTF-8: that UnicodeDecodeError is the same error.
+    except (tf.errors.DataLossError, tf.errors.InvalidArgumentError, UnicodeDecodeError) as error:
         check_same_record_lengths(files)
         bad = find_unreadable_file(files, max_seq_length, max_predictions_per_seq, vocab_size)
         if bad is None:

@@ -181,8 +181,13 @@ def test_a_file_that_is_not_records_of_examples_is_named_in_one_line(records, tm
     strings = tmp_path / "strings.tfrecord"  # records, but not of tf.train.Example
     with tf.io.TFRecordWriter(str(strings)) as writer:
         writer.write(b"not an example")
+    # Its parse error quotes bytes that are not UTF-8: TensorFlow fails to decode its message.
+    binary = tmp_path / "binary.tfrecord"
+    with tf.io.TFRecordWriter(str(binary)) as writer:
+        writer.write(b"\xff\xfe\x80 not an example")
     for path, first_record in ((text, "is corrupt or truncated"),
-                               (strings, "is not a tf.train.Example")):
+                               (strings, "is not a tf.train.Example"),
+                               (binary, "is not a tf.train.Example")):
         expected = (f"{path} is not a TFRecord file of pre-training examples: its first "
                     f"record {first_record}")
         with pytest.raises(NotRecordsError, match=f"^{re.escape(expected)}$"):
