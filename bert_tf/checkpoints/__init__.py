@@ -26,8 +26,9 @@ from bert_tf.checkpoints.loading import (CheckpointMismatchError, assign_weights
 from bert_tf.checkpoints.names import (PRETRAINING_HEAD_NAMES, encoder_weight_names,
                                        encoder_weights, hf_names, hf_transposed,
                                        pretraining_head_weights)
-from bert_tf.checkpoints.restore import (RestoreReport, has_pretraining_heads, load_model,
-                                         resolve_prefix, restore_weights)
+from bert_tf.checkpoints.restore import (RestoreReport, check_task_model_fits,
+                                         has_pretraining_heads, load_model, resolve_prefix,
+                                         restore_weights)
 from bert_tf.checkpoints.sources import (BERT_TF, GOOGLE, HUGGING_FACE, CheckpointWeights,
                                          detect_format, read_config, read_weights,
                                          vocab_beside_checkpoint)
@@ -37,9 +38,9 @@ __all__ = [
     "BERT_TF", "GOOGLE", "HUGGING_FACE", "ENCODER_KEY", "HEADS_KEY", "PRETRAINING_HEAD_NAMES",
     "TASK_MODEL_KEY", "CheckpointMismatchError", "CheckpointWeights", "ConversionResult",
     "DamagedCheckpointError", "RestoreReport", "UnsupportedCheckpointError", "assign_weights",
-    "checkpoint_manager", "convert_checkpoint", "detect_format", "encoder_weight_names",
-    "encoder_weights", "has_pretraining_heads", "hf_names", "hf_transposed", "load_encoder_weights",
-    "load_model", "pretraining_head_weights", "read_config", "read_weights",
+    "check_task_model_fits", "checkpoint_manager", "convert_checkpoint", "detect_format",
+    "encoder_weight_names", "encoder_weights", "has_pretraining_heads", "hf_names", "hf_transposed",
+    "load_encoder_weights", "load_model", "pretraining_head_weights", "read_config", "read_weights",
     "remove_interrupted_saves", "resolve_prefix", "restore_weights", "save_checkpoint",
     "training_checkpoint", "vocab_beside_checkpoint", "write_model_files",
 ]

@@ -105,7 +105,10 @@ def _check_task_model_class(graph, model_class, model_name):
                          + (f" ({asked})." if model_name != asked else "."))
 
 
-def _restore_task_model(model, fmt, resolved, model_name):
+def _fitting_task_model_weights(model, fmt, resolved, model_name):
+    """`(graph, [(variable, name, key)])` of the task model's weights in the checkpoint, after
+    checking, without reading any value, that it holds this kind of task model with every
+    weight at its shape (else ValueError / CheckpointMismatchError)."""
     graph = _task_model_graph(fmt, resolved)
     _check_task_model_class(graph, type(model), model_name)
     # Every variable of the model is looked up (and its shape compared) before any is
@@ -123,6 +126,22 @@ def _restore_task_model(model, fmt, resolved, model_name):
         raise loading.CheckpointMismatchError(
             missing, mismatched, source=resolved,
             hint=f"Its `{layout.TASK_MODEL_KEY}` does not match a {model_name} with this config.")
+    return graph, tracked
+
+
+def check_task_model_fits(model, path):
+    """Raises what `restore_weights(model, path)` would for a checkpoint of another task model
+    (the class it records, a missing weight, another shape), reading no weight.
+
+    Example:
+        >>> check_task_model_fits(classifier, "run/ckpt-3")   # a BertTokenClassifier's
+        ValueError: run/ckpt-3 holds a fine-tuned BertTokenClassifier, not a BertClassifier.
+    """
+    _fitting_task_model_weights(model, *sources.detect_format(path), type(model).__name__)
+
+
+def _restore_task_model(model, fmt, resolved, model_name):
+    graph, tracked = _fitting_task_model_weights(model, fmt, resolved, model_name)
     loaded = loading.assign_weights([(variable, name) for variable, name, _ in tracked],
                                     {name: graph.array(key) for _, name, key in tracked},
                                     source=resolved)

@@ -29,7 +29,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from bert_tf.checkpoints import checkpoint_manager, restore_weights, training_checkpoint
+from bert_tf.checkpoints import check_task_model_fits, checkpoint_manager, training_checkpoint
 from bert_tf.data.without_autotuning import without_autotuning
 from bert_tf.models.batch_halves import in_batch_halves
 from bert_tf.thread_pools import ops_side_by_side_on_cores
@@ -145,13 +145,14 @@ class FineTuner:
         A checkpoint of another task model is a ValueError naming what differs."""
         latest = self.manager.latest_checkpoint
         if latest:
-            # The task model first, by the checkpoints' own all-or-nothing check: the class it
-            # records, every weight and shape. tf.train.Checkpoint named one variable's shapes,
-            # not the run it came from, or restored another task model's head of the same
-            # shapes. A checkpoint older than that class record still passes such a head: only
-            # run.json, checked before (existing_run), tells the task of a newer run.
+            # The checkpoints' own check of a task model (the class it records, every weight
+            # and shape; no weight read) before the restore: tf.train.Checkpoint named one
+            # variable's shapes, not the run it came from, or restored another task model's
+            # head of the same shapes. A checkpoint older than that class record still passes
+            # such a head: only run.json, checked before (existing_run), tells the task of a
+            # newer run.
             try:
-                restore_weights(self.model, latest)
+                check_task_model_fits(self.model, latest)
             except ValueError as error:
                 raise ValueError(f"{self.output_dir} holds a run this {type(self.model).__name__} "
                                  f"cannot resume: {error} Use a new --output_dir.") from error
