@@ -259,17 +259,30 @@ def _prepare_embedded_inputs(job):
     return inputs
 
 
-def _record_lengths(job, files, flag):
-    """(max_seq_length, max_predictions_per_seq) of the records, checked against the job's."""
-    from bert_tf.data.pretraining.records_dataset import (InputFileError, NotRecordsError,
-                                                          record_lengths)
+@contextlib.contextmanager
+def _naming_the_raw_text_flags(job, flag, files):
+    """Prefixes a `NotRecordsError` about one of `files` (a text file given as records) with
+    `flag` and, when training, says how to train on raw text: the first file's, refused before
+    training, and a later file's, found by the input pipeline, read the same. Another input's
+    (held-out files evaluated at a checkpoint) is not this flag's and passes unchanged."""
+    from bert_tf.data.pretraining.records_dataset import NotRecordsError
 
     try:
-        lengths = record_lengths(files[0])
+        yield
     except NotRecordsError as error:
+        if error.path not in files:
+            raise
         raw_text = (("; to train on raw text, use --input_text_file (with --vocab_file) instead "
                      "of --input_file") if job.do_train else "")
-        raise NotRecordsError(f"{flag}: {error}{raw_text}") from error
+        raise NotRecordsError(f"{flag}: {error}{raw_text}", error.path) from error
+
+
+def _record_lengths(job, files, flag):
+    """(max_seq_length, max_predictions_per_seq) of the records, checked against the job's."""
+    from bert_tf.data.pretraining.records_dataset import InputFileError, record_lengths
+
+    with _naming_the_raw_text_flags(job, flag, files[:1]):
+        lengths = record_lengths(files[0])
     for name, found in zip(("max_seq_length", "max_predictions_per_seq"), lengths):
         wanted = getattr(job, name)
         if wanted is not None and wanted != found:
@@ -428,7 +441,7 @@ def main():
         reading = (contextlib.nullcontext() if text_files
                    else naming_bad_input_files(train_files, seq_length, predictions,
                                                config.vocab_size))
-        with reading:
+        with _naming_the_raw_text_flags(job, "--input_file", train_files), reading:
             trainer.train(
                 _training_dataset_fn(job, train_files, text_files, seq_length, predictions,
                                      config.vocab_size,

@@ -264,6 +264,31 @@ def test_a_text_file_as_input_file_is_named_with_the_raw_text_flags(data, tmp_pa
     assert not (tmp_path / "out").exists()
 
 
+def test_a_text_file_after_records_is_named_with_the_raw_text_flags_and_checkpoints_kept(
+        data, tmp_path):
+    # A run resumed with a text file added: the input pipeline finds it after the first file's
+    # check, and says what the refusal of a first text file says. The checkpoints stay.
+    output_dir = tmp_path / "out"
+    flags = [f"--bert_config_file={data['config']}", f"--output_dir={output_dir}",
+             "--num_warmup_steps=0", "--train_batch_size=8", "--save_checkpoints_steps=2",
+             "--steps_per_execution=1", "--strategy=cpu", "--nojit_compile"]
+    assert run_tool(TOOL, *flags, f"--input_file={data['heldout']}",
+                    "--num_train_steps=4").returncode == 0
+    saved = tf.train.latest_checkpoint(str(output_dir))
+    checkpoint_files = {path: path.read_bytes() for path in output_dir.glob("ckpt-*")}
+    text = tmp_path / "z_corpus.txt"
+    text.write_text("The first sentence of a document.\nIts second sentence.\n" * 5)
+    result = run_tool(TOOL, *flags, f"--input_file={data['heldout']},{text}",
+                      "--num_train_steps=8")
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines()[-1] == (
+        f"run_pretraining: error: --input_file: {text} is not a TFRecord file of pre-training "
+        f"examples: its first record is corrupt or truncated; to train on raw text, use "
+        f"--input_text_file (with --vocab_file) instead of --input_file")
+    assert tf.train.latest_checkpoint(str(output_dir)) == saved
+    assert {path: path.read_bytes() for path in output_dir.glob("ckpt-*")} == checkpoint_files
+
+
 def test_flags_must_match_the_records(data, tmp_path):
     result = run_tool(TOOL, f"--bert_config_file={data['config']}", f"--input_file={data['train']}",
                       f"--output_dir={tmp_path}", "--max_seq_length=32")

@@ -58,7 +58,17 @@ class InputFileError(ValueError):
 
 
 class NotRecordsError(InputFileError):
-    """A pre-training input file that is not a TFRecord file of `tf.train.Example`s: text, say."""
+    """A pre-training input file that is not a TFRecord file of `tf.train.Example`s: text, say.
+    `path` is the file, for callers that name the flag or input it came from.
+
+    Example:
+        >>> NotRecordsError("corpus.txt is not a TFRecord file ...", "corpus.txt").path
+        'corpus.txt'
+    """
+
+    def __init__(self, message, path):
+        super().__init__(message)
+        self.path = path
 
 
 def feature_spec(max_seq_length, max_predictions_per_seq):
@@ -129,7 +139,7 @@ def record_lengths(path):
     try:
         first = next(iter(read_records(path).take(1)), None)
     except tf.errors.DataLossError as e:  # "corrupted record at 0 (Is this even a TFRecord..."
-        raise NotRecordsError(f"{not_records} is corrupt or truncated") from e
+        raise NotRecordsError(f"{not_records} is corrupt or truncated", path) from e
     except tf.errors.OpError as e:
         raise InputFileError(f"{path}: not a readable TFRecord file ({e.message})") from e
     if first is None:
@@ -137,7 +147,7 @@ def record_lengths(path):
     try:
         example = tf.train.Example.FromString(first.numpy())
     except message.DecodeError as e:
-        raise NotRecordsError(f"{not_records} is not a tf.train.Example") from e
+        raise NotRecordsError(f"{not_records} is not a tf.train.Example", path) from e
     features = example.features.feature
     lengths = {}
     for name in _MODEL_NAMES:
@@ -338,9 +348,10 @@ def naming_bad_input_files(files, max_seq_length, max_predictions_per_seq, vocab
 
     TensorFlow's own message ("corrupted record at 39", "truncated record") does not say which
     of the possibly thousands of files is bad. On such an error, the files are re-read one by
-    one to find it; errors not caused by a file propagate unchanged. Files whose records have
-    other lengths than the rest are named first: the lengths the records are parsed with come
-    from one file, which may be the odd one, and then the others fail to parse.
+    one to find it (a file that is no TFRecord file of examples is a `NotRecordsError`); errors
+    not caused by a file propagate unchanged. Files whose records have other lengths than the
+    rest are named first: the lengths the records are parsed with come from one file, which may
+    be the odd one, and then the others fail to parse.
     """
     try:
         yield

@@ -190,13 +190,14 @@ def test_a_file_that_is_not_records_of_examples_is_named_in_one_line(records, tm
                                (binary, "is not a tf.train.Example")):
         expected = (f"{path} is not a TFRecord file of pre-training examples: its first "
                     f"record {first_record}")
-        with pytest.raises(NotRecordsError, match=f"^{re.escape(expected)}$"):
+        with pytest.raises(NotRecordsError, match=f"^{re.escape(expected)}$") as first:
             record_lengths(str(path))
         # Found by the input pipeline, when it is not the first file.
         files = sorted(records) + [str(path)]
-        with pytest.raises(NotRecordsError, match=f"^{re.escape(expected)}$"):
+        with pytest.raises(NotRecordsError, match=f"^{re.escape(expected)}$") as later:
             with naming_bad_input_files(files, SEQ, PREDICTIONS):
                 batches(training_dataset(files, 4, SEQ, PREDICTIONS), 100)
+        assert first.value.path == later.value.path == str(path)
 
 
 @pytest.fixture
