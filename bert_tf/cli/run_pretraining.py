@@ -262,9 +262,10 @@ def _prepare_embedded_inputs(job):
 @contextlib.contextmanager
 def _naming_the_raw_text_flags(job, flag, files):
     """Prefixes a `NotRecordsError` about one of `files` (a text file given as records) with
-    `flag` and, when training, says how to train on raw text: the first file's, refused before
-    training, and a later file's, found by the input pipeline, read the same. Another input's
-    (held-out files evaluated at a checkpoint) is not this flag's and passes unchanged."""
+    `flag` and, for --input_file when training, says how to train on raw text: the first
+    file's, refused before training, and a later file's, found by the input pipeline, read the
+    same. Another input's (held-out files evaluated at a checkpoint) is not this flag's and
+    passes unchanged."""
     from bert_tf.data.pretraining.records_dataset import NotRecordsError
 
     try:
@@ -273,7 +274,7 @@ def _naming_the_raw_text_flags(job, flag, files):
         if error.path not in files:
             raise
         raw_text = (("; to train on raw text, use --input_text_file (with --vocab_file) instead "
-                     "of --input_file") if job.do_train else "")
+                     "of --input_file") if job.do_train and flag == "--input_file" else "")
         raise NotRecordsError(f"{flag}: {error}{raw_text}", error.path) from error
 
 
@@ -391,8 +392,10 @@ def main():
                                                   "--input_file" if train_files else eval_flag)
     # Held-out records keep their own lengths: e.g. the paper's 15 % masking (20 predictions)
     # evaluates a model trained with more, or a short-sequence phase is evaluated at 128.
-    eval_lengths = (record_lengths(eval_files[0])
-                    if eval_files and (train_files or text_files) else (seq_length, predictions))
+    eval_lengths = (seq_length, predictions)
+    if eval_files and (train_files or text_files):
+        with _naming_the_raw_text_flags(job, eval_flag, eval_files[:1]):
+            eval_lengths = record_lengths(eval_files[0])
     config = BertConfig.from_json_file(job.bert_config_file)
     if job.vocab_file:
         check_vocab_size(config, job.vocab_file, job.bert_config_file)

@@ -264,6 +264,21 @@ def test_a_text_file_as_input_file_is_named_with_the_raw_text_flags(data, tmp_pa
     assert not (tmp_path / "out").exists()
 
 
+def test_a_text_file_as_eval_input_file_is_named_with_its_flag(data, tmp_path):
+    # Held-out records have no raw-text form: the flag is named, without the training hint.
+    text = tmp_path / "heldout.txt"
+    text.write_text("The first sentence of a document.\nIts second sentence.\n" * 5)
+    result = run_tool(TOOL, f"--bert_config_file={data['config']}",
+                      f"--input_file={data['train']}", f"--eval_input_file={text}", "--do_eval",
+                      f"--output_dir={tmp_path / 'out'}", "--num_train_steps=2",
+                      "--train_batch_size=8", "--strategy=cpu", "--nojit_compile")
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines()[-1] == (
+        f"run_pretraining: error: --eval_input_file: {text} is not a TFRecord file of "
+        f"pre-training examples: its first record is corrupt or truncated")
+    assert not (tmp_path / "out").exists()
+
+
 def test_a_text_file_after_records_is_named_with_the_raw_text_flags_and_checkpoints_kept(
         data, tmp_path):
     # A run resumed with a text file added: the input pipeline finds it after the first file's
