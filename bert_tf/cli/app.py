@@ -120,6 +120,29 @@ def _quiet_libraries():
         handler.addFilter(only_own_records)
 
 
+class _LineTrackingStdout:
+    """`sys.stdout`, remembering whether its last write left a line open: a progress bar's
+    ("3/10 ━━━━━━ 2s/step", redrawn after a carriage return), which the error line, written
+    to stderr, would otherwise continue on a terminal."""
+
+    def __init__(self, stream):
+        self.stream = stream
+        self.line_open = False
+
+    def write(self, text):
+        if text:
+            self.line_open = not text.endswith("\n")
+        return self.stream.write(text)
+
+    def end_open_line(self):
+        if self.line_open:
+            self.write("\n")
+            self.stream.flush()
+
+    def __getattr__(self, name):
+        return getattr(self.stream, name)
+
+
 def run_tool(main, define_flags):
     """Runs the tool whose `main` is given (see the module docstring) on `sys.argv`.
 
@@ -138,6 +161,7 @@ def run_tool(main, define_flags):
     def main_with_one_line_errors(remaining_argv):
         if FLAGS.verbosity < 1:
             _quiet_libraries()
+        stdout = sys.stdout = _LineTrackingStdout(sys.stdout)
         try:
             if len(remaining_argv) > 1:
                 raise app.UsageError(f"unexpected arguments: {remaining_argv[1:]}")
@@ -147,10 +171,13 @@ def run_tool(main, define_flags):
                   f"flags.", file=sys.stderr)
             return error.exitcode
         except Exception as error:  # noqa: BLE001 (every failure becomes one line)
+            stdout.end_open_line()
             verbose = FLAGS.verbosity >= 1
             if verbose:
                 traceback.print_exc()
             print(error_line(tool, error, traceback_hint=not verbose), file=sys.stderr)
             return 1
+        finally:
+            sys.stdout = stdout.stream
 
     app.run(main_with_one_line_errors)

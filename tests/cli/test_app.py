@@ -5,6 +5,7 @@ level set before TensorFlow loads."""
 
 import ast
 import os
+import pty
 import re
 import subprocess
 import sys
@@ -85,6 +86,38 @@ def test_an_error_is_one_line_and_verbosity_adds_the_traceback(tmp_path):
     assert verbose.stderr.strip().splitlines()[-1] == line
     assert "Traceback (most recent call last)" in verbose.stderr
     assert 'raise FileNotFoundError(f"--input_file: no file matches' in verbose.stderr
+
+
+def test_an_error_after_a_progress_bar_starts_its_own_line_on_a_terminal(tmp_path):
+    # A progress bar leaves its line open (redrawn after "\r"); on a terminal, where stdout
+    # and stderr meet, the error line continued it: "3/10 ━━ 2s/steptool: error: ...".
+    tool = tmp_path / "failing_tool.py"
+    tool.write_text(
+        "import sys\n"
+        "from bert_tf.cli.app import run_tool\n"
+        "def main():\n"
+        "    sys.stdout.write('\\r3/10 ━━━━ 2s/step')\n"
+        "    sys.stdout.flush()\n"
+        "    raise ValueError('the records ran out')\n"
+        "run_tool(main, lambda: None)\n")
+    controller, terminal = pty.openpty()
+    process = subprocess.Popen([sys.executable, str(tool)], stdout=terminal, stderr=terminal,
+                               env=dict(os.environ, PYTHONPATH=REPO_ROOT))
+    os.close(terminal)
+    shown = b""
+    while True:
+        try:
+            chunk = os.read(controller, 4096)
+        except OSError:  # the terminal closed with the process
+            break
+        if not chunk:
+            break
+        shown += chunk
+    os.close(controller)
+    assert process.wait(timeout=60) == 1
+    lines = shown.decode().replace("\r\n", "\n").split("\n")
+    assert "\r3/10 ━━━━ 2s/step" in lines
+    assert "__main__: error: the records ran out" in lines
 
 
 def test_a_usage_error_is_one_line_and_a_pointer_to_help():
