@@ -26,7 +26,8 @@ import importlib.util
 import os
 import re
 import sys
-import tempfile
+
+from bert_tf.captured_stderr import CapturedStderr
 
 _NOISE = re.compile(
     r"WARNING: All log messages before absl::InitializeLog\(\) is called are written to STDERR"
@@ -65,25 +66,6 @@ def shown_lines(captured):
             if not _NOISE.match(line) and not _CUINIT_WITHOUT_DRIVER.match(line)]
 
 
-class _CapturedStderr:
-    """File descriptor 2 (and Python's sys.stderr with it) into a temporary file."""
-
-    def __enter__(self):
-        sys.stderr.flush()
-        self.file = tempfile.TemporaryFile()
-        self.saved = os.dup(2)
-        os.dup2(self.file.fileno(), 2)
-        return self
-
-    def __exit__(self, *exc_info):
-        sys.stderr.flush()
-        os.dup2(self.saved, 2)
-        os.close(self.saved)
-        self.file.seek(0)
-        self.text = self.file.read().decode("utf-8", "replace")
-        self.file.close()
-
-
 class _QuietLoader(importlib.abc.Loader):
     """TensorFlow's own loader, run with stderr captured; shows what is not noise."""
 
@@ -98,7 +80,7 @@ class _QuietLoader(importlib.abc.Loader):
                             if not isinstance(finder, _QuietFinder)]
         # The module keeps TensorFlow's own loader, as if it had been imported without this one.
         module.__loader__ = module.__spec__.loader = self.loader
-        captured = _CapturedStderr()
+        captured = CapturedStderr()
         try:
             with captured:
                 self.loader.exec_module(module)

@@ -367,7 +367,7 @@ def main():
     from bert_tf.training.pretraining_trainer import PretrainingTrainer
 
     # Before any TensorFlow op: MultiWorkerMirroredStrategy configures the runtime's collectives.
-    strategy = distribution.create_strategy(job.strategy, job.tpu)
+    strategy = distribution.create_strategy(job.strategy, job.tpu, quiet=FLAGS.verbosity < 1)
     inputs = _prepare_embedded_inputs(job) if embedded else None
     text_files = (expand_input_files(job.input_text_file, "--input_text_file")
                   if job.do_train and job.input_text_file else [])

@@ -11,14 +11,17 @@ import os
 import re
 import signal
 import socket
+import sys
 import threading
 import time
+import traceback
 import urllib.parse
 
 import tensorflow as tf
 from tensorflow.python.distribute import multi_worker_util
 from tensorflow.python.eager import context
 
+from bert_tf.captured_stderr import CapturedStderr
 from bert_tf.data.without_autotuning import without_autotuning
 from bert_tf.training import tpu_host
 
@@ -41,7 +44,11 @@ class TpuUnavailableError(RuntimeError):
     """The TPU named by `--tpu` cannot be reached or initialised."""
 
 
-def create_strategy(name, tpu=None):
+class WorkersMissingError(RuntimeError):
+    """Workers of TF_CONFIG's cluster did not all start, or did not all join, within the wait."""
+
+
+def create_strategy(name, tpu=None, quiet=False):
     """The strategy `name` (one of `STRATEGIES`).
 
     * `tpu`: `TPUStrategy` on the TPU at `tpu` (`grpc://host:port`, a Cloud TPU name, or
@@ -49,7 +56,9 @@ def create_strategy(name, tpu=None):
     * `mirrored`: synchronous data parallelism over this machine's GPUs, or over its logical
       CPU devices when it has none (one, unless `tf.config` split the CPU).
     * `multi_worker_mirrored`: the same across machines; the cluster comes from `$TF_CONFIG`.
-      It waits up to `$BERT_TF_WORKER_WAIT_SECONDS` (default 300) for the other workers.
+      It waits up to `$BERT_TF_WORKER_WAIT_SECONDS` (default 300) for the other workers;
+      with `quiet`, TensorFlow's error lines about workers that never joined stay off stderr
+      (the `WorkersMissingError` names them).
     * `one_device`: the first GPU, else the CPU. `cpu`: the CPU even when there are GPUs.
 
     Call it before running any TensorFlow op: a multi-worker strategy configures TensorFlow's
@@ -60,7 +69,7 @@ def create_strategy(name, tpu=None):
     if tpu:
         raise ValueError(f"--tpu={tpu} is only used with --strategy=tpu, not {name}")
     if name == "multi_worker_mirrored":  # first: listing devices would start the runtime
-        return _multi_worker_strategy()
+        return _multi_worker_strategy(quiet)
     gpus = [d.name for d in tf.config.list_logical_devices("GPU")]
     if name == "mirrored":
         return tf.distribute.MirroredStrategy(
@@ -72,7 +81,7 @@ def create_strategy(name, tpu=None):
     raise ValueError(f"Unknown strategy {name!r}; choose one of {', '.join(STRATEGIES)}")
 
 
-def _multi_worker_strategy():
+def _multi_worker_strategy(quiet):
     """`MultiWorkerMirroredStrategy` on TF_CONFIG's cluster, once every worker has started.
 
     TensorFlow's own wait for the other workers, in the strategy's constructor, cannot be
@@ -100,11 +109,39 @@ def _multi_worker_strategy():
             coordination.coordinated_job_list.add(name=job, num_tasks=cluster.num_tasks(job))
     # Without the barrier, the service's leader waits for the others with no bound.
     coordination.cluster_register_with_barrier = True
-    with _terminable_while_tensorflow_connects():
+    with _terminable_while_tensorflow_connects(), _kept_back_unless_missing(quiet):
         try:
             return tf.distribute.MultiWorkerMirroredStrategy(resolver)
         except (tf.errors.DeadlineExceededError, tf.errors.UnavailableError) as e:
-            raise RuntimeError(_workers_missing(_not_joined(cluster, e.message), seconds)) from e
+            not_joined = _not_joined(cluster, e.message)
+            # The runtime that failed to join lives on in the frames of the error's traceback;
+            # deleting it logs the failure once more (its coordination agent's shutdown): now,
+            # inside _kept_back_unless_missing, rather than after the tool's one-line error.
+            traceback.clear_frames(e.__traceback__)
+            raise _workers_missing(not_joined, seconds) from e
+
+
+@contextlib.contextmanager
+def _kept_back_unless_missing(quiet):
+    """With `quiet`, what TensorFlow prints meanwhile is kept back, then shown unless a
+    `WorkersMissingError` ends the block: its one line says what they say (TF 2.21: ~30 lines
+    of C++ errors and gRPC details about the registration that timed out, some at once, some
+    when the runtime is deleted). The lines of a cluster that joined, or of another failure,
+    are all shown."""
+    if not quiet:
+        yield
+        return
+    captured, shown = CapturedStderr(), True
+    try:
+        with captured:
+            yield
+    except WorkersMissingError:
+        shown = False
+        raise
+    finally:
+        if shown:
+            sys.stderr.write(captured.text)
+            sys.stderr.flush()
 
 
 def _not_joined(cluster, message):
@@ -114,10 +151,21 @@ def _not_joined(cluster, message):
     listed = re.match(r"(\s*/job:\w+/replica:\d+/task:\d+)*",
                       message.partition("timed out task names:")[2]).group(0)
     tasks = re.findall(r"/job:(\w+)/replica:\d+/task:(\d+)", listed)
-    if not tasks:
-        return f"this worker could not join them ({message.strip().splitlines()[0][:200]})"
-    return ", ".join(f"{job} {index} at {cluster.task_address(job, int(index))}"
-                     for job, index in tasks) + " accepted connections but did not join"
+    # What else explains a port that answers but a task that never joins.
+    causes = "another program may hold the port, or the run there failed or hung before joining"
+    if tasks:
+        return (", ".join(f"{job} {index} at {cluster.task_address(job, int(index))}"
+                          for job, index in tasks)
+                + f" accepted connections but did not join ({causes}: see its output)")
+    # A worker's message names the task it registers with, the leader, in its gRPC details.
+    reason = message.strip().splitlines()[0][:200]
+    leader = re.search(r"remote target /job:(\w+)/replica:\d+/task:(\d+)", message)
+    if not leader:
+        return f"this worker could not join them ({reason})"
+    job, index = leader.group(1), int(leader.group(2))
+    return (f"{job} {index} at {cluster.task_address(job, index)}, the leader the others "
+            f"register with, did not answer this worker's registration ({reason}; {causes}: "
+            f"see its output)")
 
 
 def _worker_wait_seconds():
@@ -134,10 +182,11 @@ def _worker_wait_seconds():
 
 
 def _workers_missing(what, seconds):
-    return (f"The other workers of TF_CONFIG's cluster did not all start within {seconds:g} s: "
-            f"{what}. Fix: run the same command on every host of the cluster, each with its own "
-            f"task index in TF_CONFIG, and check the addresses and that this host reaches them; "
-            f"{WORKER_WAIT_VARIABLE} sets the wait in seconds")
+    return WorkersMissingError(
+        f"The other workers of TF_CONFIG's cluster did not all start within {seconds:g} s: "
+        f"{what}. Fix: run the same command on every host of the cluster, each with its own "
+        f"task index in TF_CONFIG, and check the addresses and that this host reaches them; "
+        f"{WORKER_WAIT_VARIABLE} sets the wait in seconds")
 
 
 def _host_and_port(address):
@@ -147,7 +196,7 @@ def _host_and_port(address):
 
 def _wait_for_other_workers(cluster, task_type, task_id, seconds):
     """Returns once every other chief and worker task of `cluster` (a `ClusterSpec`) accepts
-    connections at its address; raises a RuntimeError naming those that do not after
+    connections at its address; raises a WorkersMissingError naming those that do not after
     `seconds`. Meanwhile this task's own port accepts connections, so that the others see it
     (TensorFlow's server opens it only once it waits for them itself)."""
     own_address = cluster.task_address(task_type, task_id)
@@ -169,8 +218,7 @@ def _wait_for_other_workers(cluster, task_type, task_id, seconds):
                         "(%s sets the wait)", seconds, ", ".join(missing), WORKER_WAIT_VARIABLE)
         while missing:
             if time.monotonic() >= deadline:
-                raise RuntimeError(_workers_missing(
-                    f"no answer from {', '.join(missing)}", seconds))
+                raise _workers_missing(f"no answer from {', '.join(missing)}", seconds)
             time.sleep(0.5)
             missing = _not_answering(missing)
 

@@ -1,8 +1,11 @@
 """A multi-worker job (`--strategy=multi_worker_mirrored`) whose other workers start late or
 never, run as a user runs it: tools/run_pretraining.py in subprocesses, a two-worker TF_CONFIG
-on loopback (bert_tf/training/distribution.py waits for the workers)."""
+on loopback (bert_tf/training/distribution.py waits for the workers); and which of TensorFlow's
+lines it shows meanwhile."""
 
+import contextlib
 import json
+import os
 import queue
 import signal
 import socket
@@ -11,12 +14,18 @@ import threading
 
 import pytest
 
+from bert_tf.training import distribution
 from tests.data.pretraining.records import write_pretraining_records
 from tests.tools.test_run_pretraining import CONFIG
 from tests.tools.tool_runs import tool_command, tool_env
 from tests.training.test_distributed import free_port
 
 WAITING = "Waiting up to"
+FIX = ("Fix: run the same command on every host of the cluster, each with its own task index in "
+       "TF_CONFIG, and check the addresses and that this host reaches them; "
+       "BERT_TF_WORKER_WAIT_SECONDS sets the wait in seconds\n")
+# The causes the error names for a port that answers while its task never joins.
+CAUSES = "another program may hold the port, or the run there failed or hung before joining"
 
 
 @pytest.fixture(scope="module")
@@ -27,16 +36,17 @@ def data(tmp_path_factory):
     return directory
 
 
-def start_worker(index, addresses, data, output_dir, env=None):
-    """Worker `index` of the cluster `addresses`, training a tiny model for a long time; the
-    returned process's `lines` queue gets its stderr line by line, then None at its end."""
+def start_worker(index, addresses, data, output_dir, *flags, env=None):
+    """Worker `index` of the cluster `addresses`, training a tiny model for a long time (with
+    `flags` too); the returned process's `lines` queue gets its stderr line by line, then None
+    at its end."""
     tf_config = {"cluster": {"worker": addresses}, "task": {"type": "worker", "index": index}}
     worker = subprocess.Popen(
         tool_command("run_pretraining.py", f"--bert_config_file={data / 'bert_config.json'}",
                      f"--input_file={data / 'train.tfrecord'}", f"--output_dir={output_dir}",
                      "--train_batch_size=8", "--num_train_steps=100000", "--steps_per_execution=1",
                      "--save_checkpoints_steps=100000", "--strategy=multi_worker_mirrored",
-                     "--nojit_compile"),
+                     "--nojit_compile", *flags),
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
         env=tool_env({"TF_CONFIG": json.dumps(tf_config), **(env or {})}))
     worker.lines = queue.Queue()
@@ -55,6 +65,14 @@ def lines_until(worker, text, timeout=180):
         except queue.Empty:
             pytest.fail(f"no {text!r} on stderr within {timeout} s: {''.join(lines)}")
         assert line is not None, f"the worker ended before {text!r}: {''.join(lines)}"
+        lines.append(line)
+    return lines
+
+
+def all_lines(worker):
+    """Every line an ended `worker` wrote to stderr."""
+    lines = []
+    while (line := worker.lines.get(timeout=10)) is not None:
         lines.append(line)
     return lines
 
@@ -89,18 +107,65 @@ def test_a_worker_whose_peer_never_starts_ends_with_one_line_after_the_wait(data
     assert not (tmp_path / "out").exists()
 
 
-def test_a_peer_that_answers_but_never_joins_ends_the_wait_too(data, tmp_path, workers):
-    # Another program holds worker 1's port: the first wait passes, TensorFlow's gets the bound.
+def run_beside_an_impostor(impostor_index, data, tmp_path, workers, *flags):
+    """All that the other worker of a two-worker cluster writes to stderr when another program
+    holds worker `impostor_index`'s port: the first wait passes, TensorFlow's gets the bound."""
     with socket.create_server(("127.0.0.1", 0)) as impostor:
-        addresses = [f"127.0.0.1:{free_port()}", f"127.0.0.1:{impostor.getsockname()[1]}"]
-        worker = start_worker(0, addresses, data, tmp_path / "out",
+        addresses = [f"127.0.0.1:{free_port()}", f"127.0.0.1:{free_port()}"]
+        addresses[impostor_index] = f"127.0.0.1:{impostor.getsockname()[1]}"
+        worker = start_worker(1 - impostor_index, addresses, data, tmp_path / "out", *flags,
                               env={"BERT_TF_WORKER_WAIT_SECONDS": "3"})
         workers.append(worker)
         assert worker.wait(timeout=180) == 1
-    error = lines_until(worker, "run_pretraining: error:", timeout=10)[-1]
-    assert error.startswith(
+    assert not (tmp_path / "out").exists()
+    return addresses[impostor_index], all_lines(worker)
+
+
+def test_a_peer_that_answers_but_never_joins_is_named_in_one_line(data, tmp_path, workers):
+    # TensorFlow 2.21 logged 29 lines of C++ errors around this one, the last at exit.
+    address, lines = run_beside_an_impostor(1, data, tmp_path, workers)
+    assert lines == [
         f"run_pretraining: error: The other workers of TF_CONFIG's cluster did not all start "
-        f"within 3 s: worker 1 at {addresses[1]} accepted connections but did not join. Fix: ")
+        f"within 3 s: worker 1 at {address} accepted connections but did not join ({CAUSES}: "
+        f"see its output). {FIX}"]
+
+
+def test_a_leader_that_answers_but_never_joins_is_named_in_one_line(data, tmp_path, workers):
+    # Worker 1 registers with worker 0, the leader: only TensorFlow's gRPC details named it.
+    address, lines = run_beside_an_impostor(0, data, tmp_path, workers)
+    assert lines == [
+        f"run_pretraining: error: The other workers of TF_CONFIG's cluster did not all start "
+        f"within 3 s: worker 0 at {address}, the leader the others register with, did not "
+        f"answer this worker's registration (Deadline Exceeded; {CAUSES}: see its output). "
+        f"{FIX}"]
+
+
+def test_verbosity_1_shows_tensorflows_lines_about_a_peer_that_never_joins(data, tmp_path,
+                                                                           workers):
+    _, lines = run_beside_an_impostor(1, data, tmp_path, workers, "--verbosity=1")
+    stderr = "".join(lines)
+    assert "coordination_service.cc" in stderr and "Barrier timed out" in stderr, stderr
+    assert lines[-1].startswith("run_pretraining: error: The other workers"), stderr
+
+
+@pytest.mark.parametrize("error", [None, ValueError("another failure")])
+def test_what_tensorflow_prints_otherwise_is_shown(capfd, error):
+    # A cluster that joined, or failed in another way, keeps every line TensorFlow printed.
+    with pytest.raises(type(error)) if error else contextlib.nullcontext():
+        with distribution._kept_back_unless_missing(quiet=True):
+            os.write(2, b"E0000 00:00:1.0 1 x.cc:1] a real problem\n")
+            if error:
+                raise error
+    assert capfd.readouterr().err == "E0000 00:00:1.0 1 x.cc:1] a real problem\n"
+
+
+def test_what_tensorflow_prints_about_missing_workers_is_kept_back_when_quiet(capfd):
+    for quiet in (True, False):
+        with pytest.raises(distribution.WorkersMissingError):
+            with distribution._kept_back_unless_missing(quiet):
+                os.write(2, b"E0000 00:00:1.0 1 x.cc:1] Barrier timed out\n")
+                raise distribution.WorkersMissingError("worker 1 did not join")
+    assert capfd.readouterr().err == "E0000 00:00:1.0 1 x.cc:1] Barrier timed out\n"
 
 
 def test_a_wait_that_is_not_a_number_of_seconds_is_named(data, tmp_path, workers):
