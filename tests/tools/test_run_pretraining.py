@@ -250,6 +250,11 @@ def test_a_file_as_output_dir_or_export_dir_is_refused_before_anything_is_writte
     assert sorted(os.listdir(tmp_path)) == ["notes.txt"] and notes.read_text() == "kept"
 
 
+def _text_file_refusal(flag, path):
+    return (f"run_pretraining: error: {flag}: {path} is not a TFRecord file of pre-training "
+            f"examples: its first record is corrupt or truncated")
+
+
 def test_a_text_file_as_input_file_is_named_with_the_raw_text_flags(data, tmp_path):
     text = tmp_path / "corpus.txt"
     text.write_text("The first sentence of a document.\nIts second sentence.\n" * 5)
@@ -257,10 +262,9 @@ def test_a_text_file_as_input_file_is_named_with_the_raw_text_flags(data, tmp_pa
                       f"--output_dir={tmp_path / 'out'}", "--num_train_steps=2",
                       "--train_batch_size=8", "--strategy=cpu", "--nojit_compile")
     assert result.returncode == 1
-    assert result.stderr.strip().splitlines()[-1] == (
-        f"run_pretraining: error: --input_file: {text} is not a TFRecord file of pre-training "
-        f"examples: its first record is corrupt or truncated; to train on raw text, use "
-        f"--input_text_file (with --vocab_file) instead of --input_file")
+    assert result.stderr.strip().splitlines()[-1] == _text_file_refusal("--input_file", text) + (
+        "; to train on raw text, use --input_text_file (with --vocab_file) instead of "
+        "--input_file")
     assert not (tmp_path / "out").exists()
 
 
@@ -273,9 +277,7 @@ def test_a_text_file_as_eval_input_file_is_named_with_its_flag(data, tmp_path):
                       f"--output_dir={tmp_path / 'out'}", "--num_train_steps=2",
                       "--train_batch_size=8", "--strategy=cpu", "--nojit_compile")
     assert result.returncode == 1
-    assert result.stderr.strip().splitlines()[-1] == (
-        f"run_pretraining: error: --eval_input_file: {text} is not a TFRecord file of "
-        f"pre-training examples: its first record is corrupt or truncated")
+    assert result.stderr.strip().splitlines()[-1] == _text_file_refusal("--eval_input_file", text)
     assert not (tmp_path / "out").exists()
 
 
@@ -289,19 +291,16 @@ def test_a_text_file_after_records_is_named_with_the_raw_text_flags_and_checkpoi
              "--steps_per_execution=1", "--strategy=cpu", "--nojit_compile"]
     assert run_tool(TOOL, *flags, f"--input_file={data['heldout']}",
                     "--num_train_steps=4").returncode == 0
-    saved = tf.train.latest_checkpoint(str(output_dir))
-    checkpoint_files = {path: path.read_bytes() for path in output_dir.glob("ckpt-*")}
+    before = _files(output_dir)  # the checkpoints and their index
     text = tmp_path / "z_corpus.txt"
     text.write_text("The first sentence of a document.\nIts second sentence.\n" * 5)
     result = run_tool(TOOL, *flags, f"--input_file={data['heldout']},{text}",
                       "--num_train_steps=8")
     assert result.returncode == 1
-    assert result.stderr.strip().splitlines()[-1] == (
-        f"run_pretraining: error: --input_file: {text} is not a TFRecord file of pre-training "
-        f"examples: its first record is corrupt or truncated; to train on raw text, use "
-        f"--input_text_file (with --vocab_file) instead of --input_file")
-    assert tf.train.latest_checkpoint(str(output_dir)) == saved
-    assert {path: path.read_bytes() for path in output_dir.glob("ckpt-*")} == checkpoint_files
+    assert result.stderr.strip().splitlines()[-1] == _text_file_refusal("--input_file", text) + (
+        "; to train on raw text, use --input_text_file (with --vocab_file) instead of "
+        "--input_file")
+    assert _files(output_dir) == before
 
 
 def test_flags_must_match_the_records(data, tmp_path):
