@@ -99,10 +99,11 @@ def check_flags(data_flags, data_files=None, tool_problems=()):
         problems.append("--output_dir is required")
     elif problem := output_dir_problem("output_dir", FLAGS.output_dir):
         problems.append(problem)
-    if not (FLAGS.init_checkpoint or FLAGS.bert_config_file):
+    init_checkpoint = init_checkpoint_from_flags()
+    if not (init_checkpoint or FLAGS.bert_config_file):
         problems.append("--init_checkpoint (pre-trained weights) or at least --bert_config_file "
                         "is required")
-    if not (FLAGS.vocab_file or FLAGS.init_checkpoint):
+    if not (FLAGS.vocab_file or init_checkpoint):
         problems.append("--vocab_file is required without --init_checkpoint")
     for name in ("max_seq_length", "train_batch_size", "eval_batch_size", "predict_batch_size",
                  "save_checkpoints_steps"):
@@ -140,14 +141,28 @@ def fine_tune_on_data_dir(fine_tune, files=True):
     fine_tune(vocab_file_from_flags())
 
 
+def init_checkpoint_from_flags():
+    """--init_checkpoint; without it and --bert_config_file, when the tool only evaluates or
+    predicts, the run in --output_dir, which holds its model's bert_config.json and vocab.txt
+    (`prepare_output_dir`) beside its checkpoints: `--do_eval --output_dir=/tmp/sst2` evaluates
+    what trained there."""
+    if (FLAGS.init_checkpoint or FLAGS.bert_config_file or FLAGS.do_train
+            or not FLAGS.output_dir):
+        return FLAGS.init_checkpoint
+    if file_kind(os.path.join(FLAGS.output_dir, "bert_config.json")) == "file":
+        return FLAGS.output_dir
+    return None
+
+
 def vocab_file_from_flags():
-    """--vocab_file, or the vocab.txt beside --init_checkpoint."""
+    """--vocab_file, or the vocab.txt beside the initial checkpoint
+    (`init_checkpoint_from_flags`)."""
     if FLAGS.vocab_file:
         if problem := input_file_problem("vocab_file", FLAGS.vocab_file):
             raise app.UsageError(problem)
         return FLAGS.vocab_file
     from bert_tf.checkpoints import vocab_beside_checkpoint
-    return vocab_beside_checkpoint(FLAGS.init_checkpoint)
+    return vocab_beside_checkpoint(init_checkpoint_from_flags())
 
 
 def encoder_from_flags():
@@ -158,7 +173,7 @@ def encoder_from_flags():
     from bert_tf.training.fine_tuning_encoder import fine_tuning_encoder
 
     keras.utils.set_random_seed(FLAGS.seed)
-    return fine_tuning_encoder(FLAGS.init_checkpoint, FLAGS.bert_config_file,
+    return fine_tuning_encoder(init_checkpoint_from_flags(), FLAGS.bert_config_file,
                                FLAGS.mixed_precision, FLAGS.max_seq_length)
 
 
@@ -179,7 +194,7 @@ def prepare_output_dir(encoder, vocab_file, tool, task=None):
     from bert_tf.training.existing_run import check_existing_run, record_run
 
     check_vocab_size(encoder.config, vocab_file,
-                     FLAGS.bert_config_file or f"the config of {FLAGS.init_checkpoint}")
+                     FLAGS.bert_config_file or f"the config of {init_checkpoint_from_flags()}")
     if not FLAGS.do_train and not tf.train.latest_checkpoint(FLAGS.output_dir):
         raise app.UsageError(f"--do_eval/--do_predict without --do_train needs a fine-tuned "
                              f"checkpoint in --output_dir {FLAGS.output_dir}; it has none")
