@@ -38,7 +38,8 @@ def define_fine_tuning_flags(max_seq_length=128):
     define_checkpoint_flags("Pre-trained weights: a Google TF1 checkpoint, a Hugging Face "
                             "directory / model.safetensors, or this package's checkpoint. "
                             "Without it the encoder starts from random weights "
-                            "(--bert_config_file).")
+                            "(--bert_config_file); without --do_train, the run in "
+                            "--output_dir is used.")
     flags.DEFINE_string("output_dir", None, "Checkpoints, TensorBoard logs, metrics and "
                         "predictions; training resumes from its latest checkpoint.")
     flags.DEFINE_integer("max_seq_length", max_seq_length, "Longest packed input, in word "
