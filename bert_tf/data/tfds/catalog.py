@@ -34,11 +34,14 @@ def prepared_builder(tfds_name, data_dir=None):
         first_line = str(error).strip().splitlines()[0]
         raise TfdsInputError(f"TFDS dataset {tfds_name!r}: {first_line}") from None
     if not builder.is_prepared():
+        from bert_tf.data.tfds.local_preparation import prepares_locally
+
+        local = (", or from local files with `python -m bert_tf.data.tfds.local_preparation`"
+                 if prepares_locally(tfds_name) else "")
         raise TfdsInputError(
             f"TFDS dataset {tfds_name!r} is not prepared in {builder.data_dir} (nothing is "
             f"downloaded at run time): prepare it first with `tfds build {tfds_name} "
-            f"--data_dir=...`, or from local files with `python -m "
-            f"bert_tf.data.tfds.local_preparation`")
+            f"--data_dir=...`{local}")
     return builder
 
 

@@ -173,6 +173,16 @@ class LocalConll2003(_LocalFiles, conll2003.Conll2003, skip_registration=True):
         return ((key, example) for key, example in parent(self, path) if example["tokens"])
 
 
+def prepares_locally(tfds_name):
+    """Whether `prepare_local` knows the dataset of `tfds_name` (its configs aside).
+
+    Example:
+        >>> prepares_locally("glue/sst2"), prepares_locally("c4/en")
+        (True, False)
+    """
+    return tfds_name.partition("/")[0] in ("glue", "squad", "conll2003")
+
+
 def _builder_and_files(tfds_name, source_dir):
     """The local builder class, its config name and its `{split: path}` for `tfds_name`."""
     name, _, config = tfds_name.partition("/")
