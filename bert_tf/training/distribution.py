@@ -56,16 +56,17 @@ def create_strategy(name, tpu=None, quiet=False):
     * `mirrored`: synchronous data parallelism over this machine's GPUs, or over its logical
       CPU devices when it has none (one, unless `tf.config` split the CPU).
     * `multi_worker_mirrored`: the same across machines; the cluster comes from `$TF_CONFIG`.
-      It waits up to `$BERT_TF_WORKER_WAIT_SECONDS` (default 300) for the other workers;
-      with `quiet`, TensorFlow's error lines about workers that never joined stay off stderr
-      (the `WorkersMissingError` names them).
+      It waits up to `$BERT_TF_WORKER_WAIT_SECONDS` (default 300) for the other workers.
     * `one_device`: the first GPU, else the CPU. `cpu`: the CPU even when there are GPUs.
+
+    With `quiet`, TensorFlow's error lines about workers that never joined, or about a TPU it
+    cannot use, stay off stderr: the `WorkersMissingError` or `TpuUnavailableError` says it.
 
     Call it before running any TensorFlow op: a multi-worker strategy configures TensorFlow's
     collective ops, which only works before the runtime starts.
     """
     if name == "tpu":
-        return _tpu_strategy(tpu)
+        return _tpu_strategy(tpu, quiet)
     if tpu:
         raise ValueError(f"--tpu={tpu} is only used with --strategy=tpu, not {name}")
     if name == "multi_worker_mirrored":  # first: listing devices would start the runtime
@@ -109,25 +110,25 @@ def _multi_worker_strategy(quiet):
             coordination.coordinated_job_list.add(name=job, num_tasks=cluster.num_tasks(job))
     # Without the barrier, the service's leader waits for the others with no bound.
     coordination.cluster_register_with_barrier = True
-    with _terminable_while_tensorflow_connects(), _kept_back_unless_missing(quiet):
+    with _terminable_while_tensorflow_connects(), _kept_back_unless_explained(quiet):
         try:
             return tf.distribute.MultiWorkerMirroredStrategy(resolver)
         except (tf.errors.DeadlineExceededError, tf.errors.UnavailableError) as e:
             not_joined = _not_joined(cluster, e.message)
             # The runtime that failed to join lives on in the frames of the error's traceback;
             # deleting it logs the failure once more (its coordination agent's shutdown): now,
-            # inside _kept_back_unless_missing, rather than after the tool's one-line error.
+            # inside _kept_back_unless_explained, rather than after the tool's one-line error.
             traceback.clear_frames(e.__traceback__)
             raise _workers_missing(not_joined, seconds) from e
 
 
 @contextlib.contextmanager
-def _kept_back_unless_missing(quiet):
+def _kept_back_unless_explained(quiet):
     """With `quiet`, what TensorFlow prints meanwhile is kept back, then shown unless a
-    `WorkersMissingError` ends the block: its one line says what they say (TF 2.21: ~30 lines
-    of C++ errors and gRPC details about the registration that timed out, some at once, some
-    when the runtime is deleted). The lines of a cluster that joined, or of another failure,
-    are all shown."""
+    `WorkersMissingError` or `TpuUnavailableError` ends the block: its one line says what they
+    say (TF 2.21: ~30 lines of C++ errors and gRPC details about a multi-worker registration
+    that timed out, some at once, some when the runtime is deleted; gRPC's errors about a TPU
+    address). The lines of a strategy that started, or of another failure, are all shown."""
     if not quiet:
         yield
         return
@@ -135,7 +136,7 @@ def _kept_back_unless_missing(quiet):
     try:
         with captured:
             yield
-    except WorkersMissingError:
+    except (WorkersMissingError, TpuUnavailableError):
         shown = False
         raise
     finally:
@@ -260,19 +261,50 @@ def _terminable_while_tensorflow_connects():
 
 
 def _check_reachable(address):
-    # TensorFlow retries an unreachable gRPC worker for minutes; a plain TCP connect says
-    # "nobody there" in milliseconds (refused) or after the timeout (unroutable).
+    # TensorFlow retries an unreachable gRPC worker for minutes, and waits without end on a
+    # port that answers in another protocol (an HTTP server: still waiting after 300 s). A TCP
+    # connect says "nobody there" in milliseconds (refused) or after the timeout (unroutable);
+    # HTTP/2's opening exchange, which gRPC begins with, tells a gRPC server from others.
     parsed = urllib.parse.urlparse(address)
     if not parsed.hostname or not parsed.port:
         raise TpuUnavailableError(f"--tpu={address}: expected grpc://HOST:PORT (a TPU node's "
                                   f"worker listens on port 8470)")
     try:
-        _connect(parsed.hostname, parsed.port, TPU_CONNECT_TIMEOUT_SECONDS)
+        reply = _http2_reply(parsed.hostname, parsed.port, TPU_CONNECT_TIMEOUT_SECONDS)
     except OSError as e:
         raise TpuUnavailableError(
             f"Cannot reach the TPU worker at {address} (--tpu): {e}. Fix: check the address "
             f"and port, that the TPU is running, and that this machine's network reaches it.") \
             from e
+    if len(reply) < 9 or reply[3] != _HTTP2_SETTINGS:
+        first_line = reply.splitlines()[0][:60].decode("latin-1") if reply else ""
+        said = (f"answered {first_line!r}" if reply else
+                f"said nothing within {TPU_CONNECT_TIMEOUT_SECONDS:g} s")
+        raise TpuUnavailableError(
+            f"{address} (--tpu) accepts connections but is no gRPC server: it {said} to the "
+            f"opening of a gRPC connection. Fix: check the port (a TPU node's worker listens "
+            f"on 8470) and that the TPU is running.")
+
+
+# HTTP/2's connection preface, then an empty SETTINGS frame (RFC 9113, 3.4): a gRPC server
+# answers with a SETTINGS frame of its own, whose 9-byte header has the type at byte 3.
+_HTTP2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes([0, 0, 0, 4, 0, 0, 0, 0, 0])
+_HTTP2_SETTINGS = 4
+
+
+def _http2_reply(host, port, timeout):
+    """The first bytes (at least a frame header's 9, unless the server closes or falls silent
+    for `timeout` seconds) that `host`:`port` answers HTTP/2's preface with; OSError if nothing
+    accepts the connection."""
+    reply = b""
+    with socket.create_connection((host, port), timeout=timeout) as connection:
+        connection.sendall(_HTTP2_PREFACE)
+        try:
+            while len(reply) < 9 and (chunk := connection.recv(64)):
+                reply += chunk
+        except (TimeoutError, ConnectionResetError):
+            pass
+    return reply
 
 
 def _check_tensorflow_build(tpu):
@@ -310,6 +342,9 @@ def explain_tpu_error(tpu, error):
     """
     where = f"--tpu={tpu}" if tpu else "--tpu not given"
     detail = " ".join(str(getattr(error, "message", error)).split())
+    version = tpu_host.tpu_tensorflow_version(tf.__version__)
+    # No TPU build of this TensorFlow: a TPU node's runtime cannot match it.
+    same_here = "" if version == tf.__version__ else f" and TensorFlow {version} here"
     # Graph and eager wording of the same problem.
     unregistered = re.search(r"Op type not registered '([^']+)'|'([^']+)' is neither a type of a "
                              r"primitive operation nor a name of a function registered", detail)
@@ -318,8 +353,9 @@ def explain_tpu_error(tpu, error):
             f"The TensorFlow running the TPU ({where}) does not know the op "
             f"{unregistered.group(1) or unregistered.group(2)}: it is another version than "
             f"this machine's {tf.__version__}, or has no tensorflow-text. Fix: on a TPU VM, "
-            f"tensorflow-tpu {tf.__version__} (README.md, section TPU); on a TPU node, runtime "
-            f"version tpu-vm-tf-{tf.__version__} and --input_file records instead of raw text.")
+            f"tensorflow-tpu {version} (README.md, section TPU); on a TPU node, runtime "
+            f"version tpu-vm-tf-{version}{same_here} and --input_file records instead of raw "
+            f"text.")
     if "No OpKernel was registered to support Op 'ConfigureDistributedTPU'" in detail:
         return TpuUnavailableError(
             f"No TPU behind {where}: the TensorFlow that should drive it has no TPU kernels. "
@@ -341,20 +377,21 @@ def explain_tpu_error(tpu, error):
             f"in the TPU's project and zone, or pass the node's --tpu=grpc://IP:8470.")
     return TpuUnavailableError(
         f"Cannot use the TPU ({where}): {detail[:300]}. Fix: check --tpu, that the TPU is "
-        f"running, and that its runtime version is TensorFlow {tf.__version__}.")
+        f"running, and that its runtime version is TensorFlow {version}{same_here}.")
 
 
-def _tpu_strategy(tpu):
+def _tpu_strategy(tpu, quiet):
     _check_tensorflow_build(tpu)
     if tpu and tpu.startswith("grpc://"):
         _check_reachable(tpu)
-    try:
-        resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu)
-        if tpu != "local":  # a TPU VM's own chips need no remote connection
-            tf.config.experimental_connect_to_cluster(resolver)
-        tf.tpu.experimental.initialize_tpu_system(resolver)
-    except (ValueError, RuntimeError, ImportError, OSError, tf.errors.OpError) as e:
-        raise explain_tpu_error(tpu, e) from e
+    with _kept_back_unless_explained(quiet):
+        try:
+            resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu)
+            if tpu != "local":  # a TPU VM's own chips need no remote connection
+                tf.config.experimental_connect_to_cluster(resolver)
+            tf.tpu.experimental.initialize_tpu_system(resolver)
+        except (ValueError, RuntimeError, ImportError, OSError, tf.errors.OpError) as e:
+            raise explain_tpu_error(tpu, e) from e
     logger.info("TPU %s: %s", tpu, tf.config.list_logical_devices("TPU"))
     return tf.distribute.TPUStrategy(resolver)
 

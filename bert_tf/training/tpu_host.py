@@ -26,6 +26,23 @@ _TPU_DEVICE_GLOBS = ("/dev/accel[0-9]*", "/dev/vfio/[0-9]*")
 # TensorFlow's switch for loading libtpu at import ("0": don't).
 LOAD_LIBRARY_VARIABLE = "TPU_LOAD_LIBRARY"
 
+# tensorflow-tpu's last release, and so the newest TensorFlow a TPU job can run on either side.
+LAST_TPU_TENSORFLOW = (2, 20)
+
+
+def tpu_tensorflow_version(version):
+    """The TensorFlow version ("2.20.0") a TPU job should use on a machine that has `version`:
+    the same, unless no TPU build of it exists.
+
+    Example:
+        >>> tpu_host.tpu_tensorflow_version("2.21.0"), tpu_host.tpu_tensorflow_version("2.19.1")
+        ('2.20', '2.19.1')
+    """
+    major_minor = tuple(int(part) for part in version.split(".")[:2])
+    if major_minor > LAST_TPU_TENSORFLOW:
+        return ".".join(map(str, LAST_TPU_TENSORFLOW))
+    return version
+
 
 def local_tpu_chips():
     """The device files of the TPU chips attached to this machine (empty without any)."""

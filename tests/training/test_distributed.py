@@ -1,7 +1,9 @@
+import contextlib
 import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 
 import numpy as np
@@ -9,6 +11,7 @@ import pytest
 import tensorflow as tf
 
 from bert_tf.training.distribution import create_strategy, input_iterator
+from bert_tf.training.tpu_host import tpu_tensorflow_version
 from tests.data.pretraining.records import write_pretraining_records
 from tests.resources import REPO_ROOT
 from tests.tools.tool_runs import run_tool
@@ -151,13 +154,55 @@ def test_every_tpu_problem_is_one_line_naming_cause_and_fix():
                            "Cannot look up the TPU named my-tpu (--tpu)", "--tpu=grpc://IP:8470")
 
 
+@contextlib.contextmanager
+def listener(answer):
+    """The address of a loopback port whose server accepts connections and sends `answer` to
+    each (nothing if empty, then holds the connection open)."""
+    server = socket.create_server(("127.0.0.1", 0))
+    held = []
+
+    def serve():
+        while True:
+            try:
+                connection, _ = server.accept()
+            except OSError:  # the server closed
+                return
+            held.append(connection)
+            if answer:
+                connection.sendall(answer)
+
+    threading.Thread(target=serve, daemon=True).start()
+    try:
+        yield f"grpc://127.0.0.1:{server.getsockname()[1]}"
+    finally:
+        server.close()
+        for connection in held:
+            connection.close()
+
+
+def test_a_port_that_is_no_grpc_server_is_one_line_not_a_wait_without_end():
+    # TensorFlow waited without end on both (an HTTP server: still waiting after 300 s).
+    http_answer = b"HTTP/1.0 400 Bad request version ('HTTP/2.0')\r\n\r\n"
+    with listener(http_answer) as http, listener(b"") as silent:
+        outcomes = run_tpu_failures(http, silent)
+    assert_one_line_naming(outcomes[http], "TpuUnavailableError",
+                           f"{http} (--tpu) accepts connections but is no gRPC server: it "
+                           f"answered \"HTTP/1.0 400 Bad request version ('HTTP/2.0')\"",
+                           "listens on 8470")
+    assert_one_line_naming(outcomes[silent], "TpuUnavailableError",
+                           f"{silent} (--tpu) accepts connections but is no gRPC server: it "
+                           f"said nothing within 10 s")
+
+
 def test_a_worker_without_tpu_or_without_an_op_is_one_line_naming_cause_and_fix(cpu_worker):
     outcomes = run_tpu_failures(cpu_worker, f"unregistered_op={cpu_worker}")
     assert_one_line_naming(outcomes[cpu_worker], "TpuUnavailableError",
                            f"No TPU found (--tpu={cpu_worker})", "TPU_SYSTEM")
     assert_one_line_naming(outcomes[f"unregistered_op={cpu_worker}"], "TpuUnavailableError",
                            "does not know the op NormalizeUTF8", "tensorflow-text",
-                           "--input_file records instead of raw text")
+                           "--input_file records instead of raw text",
+                           f"tensorflow-tpu {tpu_tensorflow_version(tf.__version__)} ",
+                           f"runtime version tpu-vm-tf-{tpu_tensorflow_version(tf.__version__)}")
 
 
 def tool_error_lines(result):
