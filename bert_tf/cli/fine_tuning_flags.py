@@ -217,9 +217,10 @@ def fine_tuner_from_flags(model, num_examples, **compile_arguments):
     from bert_tf.training.fine_tuning import FineTuner
 
     steps = num_train_steps(num_examples)
-    epochs = steps * FLAGS.train_batch_size / max(num_examples, 1)
-    logger.info("%d training examples, %d steps at batch %d (%.2f epochs)", num_examples,
-                steps, FLAGS.train_batch_size, epochs)
+    if FLAGS.do_train:  # else `num_examples` stands in for data that is not read
+        epochs = steps * FLAGS.train_batch_size / max(num_examples, 1)
+        logger.info("%d training examples, %d steps at batch %d (%.2f epochs)", num_examples,
+                    steps, FLAGS.train_batch_size, epochs)
     return FineTuner(model, FLAGS.output_dir, num_train_steps=steps,
                      learning_rate=FLAGS.learning_rate,
                      warmup_proportion=FLAGS.warmup_proportion,
