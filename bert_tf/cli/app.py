@@ -143,6 +143,16 @@ class _LineTrackingStdout:
         return getattr(self.stream, name)
 
 
+def _silent_on_keyboard_interrupt(excepthook):
+    """`excepthook` (Python's report of an exception that ends the program), saying nothing of
+    a KeyboardInterrupt: its traceback (~60 lines from inside Keras or TensorFlow) tells a user
+    who pressed Ctrl-C nothing."""
+    def hook(error_type, error, error_traceback):
+        if not issubclass(error_type, KeyboardInterrupt):
+            excepthook(error_type, error, error_traceback)
+    return hook
+
+
 def run_tool(main, define_flags):
     """Runs the tool whose `main` is given (see the module docstring) on `sys.argv`.
 
@@ -170,6 +180,12 @@ def run_tool(main, define_flags):
             print(f"{tool}: error: {error}\nPass --helpshort or --helpfull to see help on "
                   f"flags.", file=sys.stderr)
             return error.exitcode
+        except KeyboardInterrupt:
+            stdout.end_open_line()
+            print(f"{tool}: interrupted", file=sys.stderr)
+            if FLAGS.verbosity < 1:
+                sys.excepthook = _silent_on_keyboard_interrupt(sys.excepthook)
+            raise  # Python then ends the process by SIGINT, as a shell expects of it
         except Exception as error:  # noqa: BLE001 (every failure becomes one line)
             stdout.end_open_line()
             verbose = FLAGS.verbosity >= 1

@@ -7,6 +7,7 @@ import ast
 import os
 import pty
 import re
+import signal
 import subprocess
 import sys
 
@@ -118,6 +119,30 @@ def test_an_error_after_a_progress_bar_starts_its_own_line_on_a_terminal(tmp_pat
     lines = shown.decode().replace("\r\n", "\n").split("\n")
     assert "\r3/10 ━━━━ 2s/step" in lines
     assert "__main__: error: the records ran out" in lines
+
+
+def test_ctrl_c_is_one_line_and_ends_the_process_by_sigint(tmp_path):
+    tool = tmp_path / "waiting_tool.py"
+    tool.write_text(
+        "import sys, time\n"
+        "from bert_tf.cli.app import run_tool\n"
+        "def main():\n"
+        "    print('ready', flush=True)\n"
+        "    time.sleep(600)\n"
+        "run_tool(main, lambda: None)\n")
+    for verbosity, traceback_shown in (("--verbosity=0", False), ("--verbosity=1", True)):
+        process = subprocess.Popen([sys.executable, str(tool), verbosity], text=True,
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                   env=dict(os.environ, PYTHONPATH=REPO_ROOT))
+        assert process.stdout.readline() == "ready\n"
+        process.send_signal(signal.SIGINT)
+        _, stderr = process.communicate(timeout=60)
+        # Killed by SIGINT, as Python ends on Ctrl-C: a shell's loop over the tool stops too.
+        assert process.returncode == -signal.SIGINT
+        assert ("Traceback" in stderr) == traceback_shown, stderr
+        assert "__main__: interrupted" in stderr.splitlines()
+        if not traceback_shown:
+            assert stderr == "__main__: interrupted\n"
 
 
 def test_a_usage_error_is_one_line_and_a_pointer_to_help():
