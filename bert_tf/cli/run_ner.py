@@ -47,6 +47,18 @@ def define_flags():
     tfds_flags.define_fine_tuning_tfds_flags("conll2003")
     flags.DEFINE_string("conll_encoding", "utf-8", "Text encoding of the CoNLL files (the "
                         "original CoNLL-2003 release is latin-1).")
+    # Checked as the flags are read, like an enum flag: Python's LookupError came only when the
+    # first file was opened, reported as a bug.
+    flags.register_validator("conll_encoding", _is_text_encoding,
+                             "unknown text encoding (e.g. utf-8, latin-1)")
+
+
+def _is_text_encoding(name):
+    try:
+        "".encode(name)  # LookupError for an unknown name and for bytes codecs (base64)
+    except LookupError:
+        return False
+    return True
 
 
 def _labels(train_sentences, train_path, dataset_labels=None):

@@ -167,6 +167,16 @@ def test_bad_input_names_file_and_line(data, trained, tmp_path):
     assert f"--do_predict: {tmp_path}/test.txt (--data_dir/--predict_file) does not exist" in (
         result.stderr)
 
+    for encoding in ("klingon", "base64"):  # no such codec; a codec of bytes, not of text
+        result = run_tool("run_ner.py", *base_flags(data, tmp_path / "out", "--do_train",
+                                                         data_dir=tmp_path),
+                          f"--conll_encoding={encoding}")
+        assert result.returncode == 1
+        assert (f"flag --conll_encoding={encoding}: unknown text encoding (e.g. utf-8, latin-1)"
+                in result.stderr)
+        assert "LookupError" not in result.stderr
+    assert not (tmp_path / "out").exists()
+
 
 def test_a_run_stopped_by_bad_eval_data_leaves_nothing_that_blocks_its_rerun(data, tmp_path):
     sentences = synthetic_sentences(60, seed=5)

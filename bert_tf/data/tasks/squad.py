@@ -133,6 +133,8 @@ def read_squad_file(path, articles=slice(None)):
     if not isinstance(dataset, dict) or not isinstance(dataset.get("data"), list):
         raise SquadFormatError(f"{path}: not a SQuAD file: expected a JSON object with key "
                                f"'data' holding the list of articles")
+    if not dataset["data"]:
+        raise SquadFormatError(f"{path}: its 'data' list holds no article")
     selected = dataset["data"][articles]
     if not selected:
         raise SquadFormatError(f"{path}: the article range {articles.start}:{articles.stop} "

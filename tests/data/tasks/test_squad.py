@@ -198,6 +198,10 @@ def test_article_slices(tmp_path):
     assert len(read_squad_file(path, article_slice(None))) == 3
     with pytest.raises(SquadFormatError, match="selects none of its 3 articles"):
         read_squad_file(path, article_slice("5:"))
+    # No range given: an empty file says so, not "the article range None:None selects none".
+    empty = write_squad(tmp_path / "empty.json", {"data": []})
+    with pytest.raises(SquadFormatError, match=r"empty.json: its 'data' list holds no article$"):
+        read_squad_file(empty, article_slice(None))
     for bad in ("3", "a:b", "1:2:3"):
         with pytest.raises(SquadFormatError, match="start:stop"):
             article_slice(bad)
