@@ -13,8 +13,26 @@ import numpy as np
 from bert_tf.checkpoints import names as names_lib
 
 
+# Problems a message lists by name; the rest are counted. A config that does not describe the
+# checkpoint made the one-line error of a fine-tuning tool 6 KB long (39 shapes of a 2-layer
+# config against MiniLM); the error's attributes keep every one.
+LISTED = 5
+
+
+def listed(items, limit=LISTED):
+    """The first `limit` of `items` and how many more.
+
+    Example:
+        >>> listed(["a", "b", "c"], 2)
+        ['a', 'b', '... and 1 more']
+    """
+    items = list(items)
+    return items[:limit] + ([f"... and {len(items) - limit} more"] if len(items) > limit else [])
+
+
 class CheckpointMismatchError(ValueError):
-    """The checkpoint does not fit the model. Lists every problem at once.
+    """The checkpoint does not fit the model. Counts every problem at once and names the first
+    `LISTED` of each kind.
 
     Attributes:
       missing: Google names the model needs and the checkpoint lacks.
@@ -29,11 +47,12 @@ class CheckpointMismatchError(ValueError):
                  f"{len(self.missing)} missing, {len(self.mismatched)} with the wrong shape."]
         if self.missing:
             lines.append(f"Missing ({len(self.missing)}):")
-            lines += [f"  {name}" for name in self.missing]
+            lines += [f"  {name}" for name in listed(self.missing)]
         if self.mismatched:
             lines.append(f"Wrong shape ({len(self.mismatched)}; name: expected, found):")
-            lines += [f"  {name}: expected {tuple(expected)}, found {tuple(found)}"
-                      for name, expected, found in self.mismatched]
+            lines += [f"  {line}" for line in listed(
+                f"{name}: expected {tuple(expected)}, found {tuple(found)}"
+                for name, expected, found in self.mismatched)]
         lines.append(hint or "Is the config (bert_config.json / --bert_config_file) the one "
                              "this checkpoint was trained with?")
         super().__init__("\n".join(lines))

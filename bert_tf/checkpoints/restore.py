@@ -206,7 +206,7 @@ def restore_weights(model, path, pretraining_heads="if_present", model_name=None
     loaded = loading.assign_weights(pairs, arrays, source=resolved, hint=hint)
     if unused:
         logger.warning("%s: %d tensor(s) not used by the encoder: %s", resolved, len(unused),
-                       ", ".join(unused))
+                       ", ".join(loading.listed(unused)))
     return RestoreReport(format=fmt, source=resolved, loaded=len(loaded), heads=head_names,
                          heads_loaded=heads_loaded, unused=list(unused))
 

@@ -18,7 +18,7 @@ import os
 import numpy as np
 import tensorflow as tf
 
-from bert_tf.checkpoints import layout, tf2
+from bert_tf.checkpoints import layout, loading, tf2
 from bert_tf.checkpoints import names as names_lib
 from bert_tf.checkpoints.damaged_files import open_tf_checkpoint, safetensors_errors_name
 from bert_tf.checkpoints.errors import DamagedCheckpointError, UnsupportedCheckpointError
@@ -322,7 +322,7 @@ def read_weights(path, bert_config_file=None, config=None):
         arrays, ignored, unused = tf2.read_arrays(resolved, config)
     if unused:
         logger.warning("%s: %d tensor(s) not used by the encoder or the pre-training heads: %s",
-                       resolved, len(unused), ", ".join(unused))
+                       resolved, len(unused), ", ".join(loading.listed(unused)))
     return CheckpointWeights(arrays=arrays, config=config, format=fmt, source=resolved,
                              vocab_file=vocab_beside_checkpoint(resolved, required=False),
                              ignored=ignored, unused=unused)
