@@ -182,7 +182,7 @@ def test_sixteen_concurrent_10_mb_texts_leave_memory_bounded_and_answers_unchang
     (b"POST /v1/models/bert:predict HTTP/1.1\r\nContent-Length: " + b"9" * 5000 + b"\r\n\r\n",
      413, "is larger than --max_request_bytes"),
     (b"POST /v1/models/bert:predict HTTP/1.1\r\nContent-Length: -5\r\n\r\n", 400,
-     "Content-Length must be a number of bytes, got '-5'."),
+     "Content-Length must be a number of bytes, got \"-5\"."),
     ("POST /v1/models/bert:predict HTTP/1.1\r\nContent-Length: ²\r\n\r\n".encode(), 400,
      "Content-Length must be a number of bytes"),
     (b"POST /v1/models/bert:predict HTTP/1.1\r\n\r\n", 400,
