@@ -217,6 +217,16 @@ def test_hostile_json_is_answered_with_its_problem(served, body, message):
     assert (status, message in answer["error"]) == (400, True), answer
 
 
+def test_conflicting_content_lengths_are_refused(served):
+    # Answered by the first one, as before, the second would frame another request.
+    body = json.dumps({"instances": TEXTS}).encode()
+    status, answer = post(served[2], "/v1/models/bert:predict", body,
+                          headers=f"Content-Length: {len(body) + 9}\r\n")
+    assert (status, answer["error"]) == (400, (
+        f'The request has 2 Content-Length headers ("{len(body) + 9}", "{len(body)}"); send '
+        f'exactly one.'))
+
+
 def test_query_strings_are_ignored(served, stub):
     body = json.dumps({"instances": TEXTS}).encode()
     status, answer = post(served[2], "/v1/models/bert:predict?x=1&version=7", body)
