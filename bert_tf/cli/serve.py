@@ -37,8 +37,9 @@ def define_flags():
                          upper_bound=65535)
     flags.DEFINE_integer("rest_api_port", 8501, "REST port; 0 turns the REST API off, as in "
                          "tensorflow_model_server.", lower_bound=0, upper_bound=65535)
-    flags.DEFINE_integer("max_batch_size", 32, "Most rows one model call runs; a request with more "
-                         "rows is refused.", lower_bound=1)
+    flags.DEFINE_integer("max_batch_size", 32, "Most sequences one model call runs: a request's "
+                         "rows, or the strings of an input when more (rows x choices); a request "
+                         "with more is refused.", lower_bound=1)
     flags.DEFINE_integer("batch_timeout_micros", 2000, "Longest a request waits for others to "
                          "share its batch.", lower_bound=0)
     flags.DEFINE_integer("num_batch_threads", 1, "Batches run at once; a batch that closes while "

@@ -15,7 +15,7 @@ fine-tune it and TF Serving can serve it:
   uses by default, and `obj.serving_default(inputs)`, the `serving_default` signature called
   with the input dict, for `TFSMLayer(path, call_endpoint="serving_default")`;
 * with the MLM head, `obj.mlm(inputs)`: the same dict plus `masked_lm_positions` (int32
-  `[batch, num_predictions]`) gives the encoder's outputs plus
+  `[batch, num_predictions]`, at most `seq` predictions) gives the encoder's outputs plus
   `mlm_logits [batch, num_predictions, vocab_size]`.
 
 Signatures (for TF Serving and `saved_model_cli`; tensors only, so the per-layer list is
@@ -118,6 +118,15 @@ def export_encoder(export_dir, model, vocab_file, do_lower_case):
 
         @tf.function(input_signature=[mlm_specs], autograph=False)
         def mlm(inputs):
+            # mlm_logits are [batch, predictions, vocab_size]: predictions beyond the tokens
+            # would claim memory without bound (1,000,000 positions, 1 MB over gRPC, are 122
+            # GB of logits at BERT's 30522 words), so nothing runs before they are checked.
+            check = tf.debugging.assert_less_equal(
+                tf.shape(inputs[MLM_POSITIONS_KEY])[1], tf.shape(inputs["input_word_ids"])[1],
+                message=f"{MLM_POSITIONS_KEY} holds more positions per row than input_word_ids "
+                        f"has tokens")
+            with tf.control_dependencies([check]):
+                inputs = {key: tf.identity(value) for key, value in inputs.items()}
             outputs = inference({key: inputs[key] for key in INPUT_KEYS}, training=False)
             # What BertPretrainer.call does for its MLM output, on the same encoder outputs.
             outputs["mlm_logits"] = pretrainer.masked_lm(

@@ -3,10 +3,17 @@
 A model runs a batch of 32 rows in far less than 32 times the time of one row, so a server that
 runs every request alone wastes most of the machine under load. Each request (a dict of arrays
 that share dimension 0) waits at most `batch_timeout_micros` after the oldest waiting request
-arrived; the requests then run together as one batch of at most `max_batch_size` rows and each
-caller gets back exactly its own rows. `num_batch_threads` batches run at once; when a batch
-closes while other batch threads are idle, its requests are shared out among them (see
-`BatchingQueue`).
+arrived; the requests then run together as one batch of at most `max_batch_size` sequences and
+each caller gets back exactly its own rows. A request's size in sequences is its rows, or the
+most strings one of its inputs holds when that is more: each string is a text that this
+package's exports pack into one sequence, cut to what their `seq_length` can use, so strings
+bound what a request claims. A multiple-choice request of 2 rows of 4 `choices` is 8 sequences
+(one row of 20,000 choices, when only rows were counted, ran for 220 s and grew the server from
+1 to 9.3 GB). A request of more than `max_batch_size` sequences, or with an empty input, is
+refused before it is queued.
+
+`num_batch_threads` batches run at once; when a batch closes while other batch threads are idle,
+its requests are shared out among them (see `BatchingQueue`).
 
 Example:
     >>> queue = BatchingQueue(lambda batch: {"y": batch["x"] * 2}, max_batch_size=8,
@@ -29,9 +36,10 @@ from bert_tf.serving.errors import ServingError
 class _Task:
     """One caller's request, waiting for its rows of a batch's outputs."""
 
-    def __init__(self, inputs, rows):
+    def __init__(self, inputs, rows, size):
         self.inputs = inputs
         self.rows = rows
+        self.size = size  # the sequences it makes the model run (see the module docstring)
         # Only requests whose tensors agree beyond dimension 0 can be concatenated.
         self.merge_key = tuple(sorted((name, array.dtype.str, array.shape[1:])
                                       for name, array in inputs.items()))
@@ -53,7 +61,7 @@ class BatchingQueue:
     its rows are done. `close` runs what is already queued, then stops the workers.
 
     One worker at a time collects a batch (from the oldest request until the batch is full or
-    that request's timeout). When it closes, the batch's requests are divided, by rows and in
+    that request's timeout). When it closes, the batch's requests are divided, by size and in
     arrival order, between that worker and the workers idle at that moment, and the parts run
     at once. On a CPU a small batch gains less from an op spread over cores than from several
     batches each on its own core: eight SST-2 sentences on the MiniLM classifier took 29 ms as
@@ -88,11 +96,11 @@ class BatchingQueue:
     def submit(self, inputs):
         """Runs `inputs` in some batch and returns this request's rows of the outputs.
 
-        Raises INVALID_ARGUMENT unless every input has the same dimension 0 of 1 to
-        `max_batch_size` rows: that dimension is what batches are merged and split along.
+        Raises INVALID_ARGUMENT unless every input has the same dimension 0 (what batches are
+        merged and split along) and at least one value, and the request makes at most
+        `max_batch_size` sequences (see the module docstring).
         """
-        rows = self._rows(inputs)
-        task = _Task(inputs, rows)
+        task = _Task(inputs, *self._rows_and_size(inputs))
         with self._condition:
             if self._closed:
                 raise ServingError(grpc.StatusCode.UNAVAILABLE,
@@ -105,7 +113,7 @@ class BatchingQueue:
             raise task.error
         return task.outputs
 
-    def _rows(self, inputs):
+    def _rows_and_size(self, inputs):
         if not inputs:
             raise ServingError(grpc.StatusCode.INVALID_ARGUMENT, "The request has no inputs.")
         for name, array in inputs.items():
@@ -124,12 +132,26 @@ class BatchingQueue:
         if count == 0:
             raise ServingError(grpc.StatusCode.INVALID_ARGUMENT,
                                "Empty batch: the request has 0 rows; send at least one.")
+        for name, array in sorted(inputs.items()):
+            if array.size == 0:
+                raise ServingError(
+                    grpc.StatusCode.INVALID_ARGUMENT,
+                    f"Input '{name}' has shape {list(array.shape)}, which holds no values; send "
+                    f"at least one per row.")
         if count > self.max_batch_size:
             raise ServingError(
                 grpc.StatusCode.INVALID_ARGUMENT,
                 f"Batch of {count} rows is larger than the maximum batch size "
                 f"{self.max_batch_size} (--max_batch_size); split the request.")
-        return count
+        size, name = max(((array.size, name) for name, array in inputs.items()
+                          if array.dtype.kind in "OSU"), default=(count, None))
+        if size > self.max_batch_size:
+            raise ServingError(
+                grpc.StatusCode.INVALID_ARGUMENT,
+                f"Input '{name}' holds {size} strings (shape {list(inputs[name].shape)}): the "
+                f"model runs a sequence per string, at most {self.max_batch_size} in one call "
+                f"(--max_batch_size); split the request.")
+        return count, size
 
     def close(self):
         """Stops taking requests, finishes the queued ones and joins the workers."""
@@ -171,31 +193,32 @@ class BatchingQueue:
         """Takes the oldest request, then gathers compatible ones until the batch is full or the
         oldest has waited `batch_timeout_micros` (called holding the lock)."""
         batch = [self._pending.popleft()]
-        rows = batch[0].rows
+        size = batch[0].size
         deadline = batch[0].arrived + self._timeout
         while True:
-            rows, full = self._take_compatible(batch, rows)
+            size, full = self._take_compatible(batch, size)
             remaining = deadline - time.monotonic()
             if full or self._closed or remaining <= 0:
                 return batch
             self._condition.wait(remaining)
 
-    def _take_compatible(self, batch, rows):
-        """Moves the waiting requests that can join `batch` into it, oldest first; `full` says a
-        compatible request had to be left for the next batch (or no row is left)."""
+    def _take_compatible(self, batch, size):
+        """Moves the waiting requests that can join `batch` (of `size` sequences) into it,
+        oldest first; `full` says a compatible request had to be left for the next batch (or no
+        room is left)."""
         full = False
         kept = collections.deque()
         for task in self._pending:
             if task.merge_key != batch[0].merge_key:
                 kept.append(task)
-            elif rows + task.rows <= self.max_batch_size:
+            elif size + task.size <= self.max_batch_size:
                 batch.append(task)
-                rows += task.rows
+                size += task.size
             else:
                 kept.append(task)
                 full = True
         self._pending = kept
-        return rows, full or rows == self.max_batch_size
+        return size, full or size == self.max_batch_size
 
     def _run(self, batch):
         try:
@@ -236,19 +259,19 @@ class BatchingQueue:
 
 def _divide(batch, ways):
     """`batch` (tasks in arrival order) as up to `ways` consecutive non-empty parts of about
-    equal rows.
+    equal size (sequences).
 
-    Example: tasks of 1, 1, 2 and 4 rows in two ways -> [1, 1, 2] and [4].
+    Example: tasks of 1, 1, 2 and 4 sequences in two ways -> [1, 1, 2] and [4].
     """
     ways = min(ways, len(batch))
-    total = sum(task.rows for task in batch)
-    parts, part, rows = [], [], 0
+    total = sum(task.size for task in batch)
+    parts, part, size = [], [], 0
     for index, task in enumerate(batch):
         part.append(task)
-        rows += task.rows
+        size += task.size
         tasks_left, parts_left = len(batch) - index - 1, ways - len(parts) - 1
-        # Close the part at its share of the rows, or when each later part needs a task.
-        if parts_left and (rows >= total * (len(parts) + 1) / ways or tasks_left == parts_left):
+        # Close the part at its share of the sequences, or when each later part needs a task.
+        if parts_left and (size >= total * (len(parts) + 1) / ways or tasks_left == parts_left):
             parts.append(part)
             part = []
     parts.append(part)

@@ -18,6 +18,7 @@ Example:
 
 import base64
 import binascii
+import json
 
 import grpc
 import numpy as np
@@ -189,7 +190,14 @@ def _to_json(name, array):
 
 
 def short_json(value):
-    text = repr(value)
+    """`value` written as JSON, as the client wrote it (`null`, `NaN`, `"a"`, not Python's
+    `None`, `nan`, `'a'`), cut to 40 characters for an error message.
+
+    Example:
+        >>> short_json([None, float("nan")])
+        '[null, NaN]'
+    """
+    text = json.dumps(value, ensure_ascii=False)
     return text if len(text) <= 40 else text[:37] + "..."
 
 

@@ -230,9 +230,16 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         if self.headers.get("Transfer-Encoding"):
             raise _invalid("Chunked (Transfer-Encoding) request bodies are not supported; send "
                            "a Content-Length header.")
-        length = self.headers.get("Content-Length")
-        if length is None:
+        lengths = self.headers.get_all("Content-Length", [])
+        if not lengths:
             raise _invalid("A POST needs a Content-Length header.")
+        if len(lengths) > 1:
+            # Which one frames the body is ambiguous: a proxy that reads the other one would
+            # see another request in this body (RFC 9112 section 6.3 says reject).
+            raise _invalid(f"The request has {len(lengths)} Content-Length headers "
+                           f"({', '.join(json_tensors.short_json(v) for v in lengths)}); send "
+                           f"exactly one.")
+        (length,) = lengths
         length = length.strip()
         if length.isascii() and length.isdigit() and not _LENGTH.fullmatch(length):
             raise _TooLarge(f"Request body of a {len(length)}-digit number of bytes is larger "

@@ -70,6 +70,17 @@ def test_mlm_equals_the_pretrainer(loaded, pretrained):
                                loaded(inputs)["pooled_output"], atol=ATOL)
 
 
+def test_mlm_refuses_more_predictions_than_tokens(loaded, pretrained):
+    # Its logits are [batch, predictions, vocab_size]: without the bound, a request of a million
+    # positions would claim 122 GB at BERT's vocabulary.
+    inputs = batches()[0]  # 9 tokens per row
+    with pytest.raises(tf.errors.InvalidArgumentError, match="masked_lm_positions holds more "
+                       "positions per row than input_word_ids has tokens"):
+        loaded.signatures["mlm"](**inputs, masked_lm_positions=tf.zeros([2, 10], tf.int32))
+    logits = loaded.mlm({**inputs, "masked_lm_positions": tf.zeros([2, 9], tf.int32)})
+    assert logits["mlm_logits"].shape == (2, 9, pretrained[1].encoder.config.vocab_size)
+
+
 def test_training_true_applies_dropout(loaded):
     inputs = batches()[0]
     inference = [loaded(inputs, training=False)["sequence_output"] for _ in range(2)]

@@ -263,6 +263,20 @@ def test_embeddings_reject_sequences_longer_than_the_position_table():
         layer(ids, ids)
 
 
+def test_embeddings_gather_only_after_checking_a_dynamic_length():
+    # Beside the check, the gathers allocated [batch, seq, hidden] for any length before it
+    # failed: 1 GB for a served request of a million ids.
+    layer = BertEmbeddings(vocab_size=10, hidden_size=8, max_position_embeddings=4)
+    function = tf.function(lambda ids: layer(ids, tf.zeros_like(ids))).get_concrete_function(
+        tf.TensorSpec([None, None], tf.int32))
+    nodes = {node.name: node for node in function.graph.as_graph_def().node}
+    gathers = [node for node in nodes.values() if node.op == "ResourceGather"]
+    assert len(gathers) == 2
+    for gather in gathers:
+        controls = [nodes[name[1:]].op for name in gather.input if name.startswith("^")]
+        assert controls == ["Assert"], gather
+
+
 def test_embeddings_read_only_the_gathered_rows_of_their_tables():
     # A dense read (`ReadVariableOp`) of a table whose rows an optimizer has scattered copies
     # the whole table on every call; `ResourceGather` reads the rows alone.

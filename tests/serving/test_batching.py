@@ -110,6 +110,12 @@ def test_one_bad_request_does_not_fail_the_requests_batched_with_it():
     ({"x": np.zeros([2]), "z": np.zeros([3])},
      "Inputs have different batch sizes (dimension 0): x=2, z=3"),
     ({"x": np.float32(1)}, "Input 'x' is a scalar"),
+    ({"x": np.zeros([2]), "choices": np.zeros([2, 0], object)},
+     "Input 'choices' has shape [2, 0], which holds no values; send at least one per row."),
+    ({"context": np.full([1], "c", object), "choices": np.full([1, 9], "a", object)},
+     "Input 'choices' holds 9 strings (shape [1, 9]): the model runs a sequence per string, at "
+     "most 8 in one call (--max_batch_size); split the request."),
+    ({"choices": np.full([3, 3], "a", object)}, "Input 'choices' holds 9 strings (shape [3, 3])"),
 ])
 def test_requests_that_cannot_be_batched_are_invalid_arguments(inputs, message):
     model = RecordingModel()
@@ -122,6 +128,21 @@ def test_requests_that_cannot_be_batched_are_invalid_arguments(inputs, message):
     assert raised.value.code == grpc.StatusCode.INVALID_ARGUMENT
     assert message in raised.value.message
     assert model.batch_sizes == []
+
+
+def test_a_batch_holds_at_most_max_batch_size_strings_of_an_input():
+    # Each string is a sequence the model runs: 3 requests of 3 choices cannot share a batch of 8.
+    model_sizes = []
+
+    def count_choices(inputs):
+        model_sizes.append(inputs["choices"].size)
+        return {"n": np.full(len(inputs["choices"]), inputs["choices"].shape[1])}
+
+    queue = BatchingQueue(count_choices, max_batch_size=8, batch_timeout_micros=500_000)
+    requests = [{"choices": np.full([1, 3], "a", object)} for _ in range(3)]
+    results = submit_concurrently_then_close(queue, requests)
+    assert [result["n"].tolist() for result in results] == [[3]] * 3
+    assert sorted(model_sizes) == [3, 6]
 
 
 def test_outputs_without_the_batch_dimension_are_reported():
@@ -225,10 +246,17 @@ def test_a_batch_runs_whole_when_no_other_batch_thread_is_idle():
     ([2, 2], 1, [[2, 2]]),
 ])
 def test_divide_keeps_arrival_order_and_balances_rows(rows, ways, parts):
-    batch = [_Task({"x": np.zeros([n])}, n) for n in rows]
+    batch = [_Task({"x": np.zeros([n])}, n, n) for n in rows]
     divided = _divide(batch, ways)
     assert [[task.rows for task in part] for part in divided] == parts
     assert [task for part in divided for task in part] == batch
+
+
+def test_divide_balances_sequences_not_rows():
+    # One row of 4 choices is as much work as four rows of one text.
+    batch = [_Task({"choices": np.zeros([1, 4], object)}, 1, 4)] + [
+        _Task({"choices": np.zeros([1, 1], object)}, 1, 1) for _ in range(4)]
+    assert [len(part) for part in _divide(batch, 2)] == [1, 4]
 
 
 def test_num_batch_threads_must_be_positive():

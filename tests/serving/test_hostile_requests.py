@@ -6,6 +6,7 @@ Everything is bounded: payloads of at most 16 x 10 MB, every call with a deadlin
 import concurrent.futures
 import http.client
 import json
+import math
 import os
 import re
 import socket
@@ -20,9 +21,11 @@ import tensorflow as tf
 from tensorflow.core.framework import tensor_pb2, tensor_shape_pb2, types_pb2
 from tensorflow_serving.apis import predict_pb2, prediction_service_pb2_grpc
 
-from bert_tf.export import export_task_model
+from bert_tf import BertConfig, BertEncoder
+from bert_tf.export import export_encoder, export_task_model
+from bert_tf.models.bert_pretrainer import BertPretrainer
 from tests.export.task_examples import new_task_model
-from tests.export.tiny_models import write_vocab
+from tests.export.tiny_models import VOCAB, write_vocab
 from tests.serving.serve_process import free_port
 
 SEQ_LENGTH = 64
@@ -31,23 +34,29 @@ TEXTS = ["Hello, unaffable world!", "what a good film"]
 TEN_MB = 10 << 20
 
 
-@pytest.fixture(scope="module")
-def served(tmp_path_factory):
-    """`(process, grpc port, REST port)` of tools/serve.py serving a tiny BERT classifier."""
+def start_server(base):
+    """`(process, grpc port, REST port)` of tools/serve.py serving the model in `base`."""
     from tests.serving.serve_process import ServeProcess
 
-    base = tmp_path_factory.mktemp("models") / "bert"
-    keras.utils.set_random_seed(5)
-    export_task_model(str(base / "1"), "classifier", new_task_model("classifier"),
-                      write_vocab(tmp_path_factory.mktemp("vocab")), do_lower_case=True,
-                      seq_length=SEQ_LENGTH, label_names=["negative", "positive", "neutral"])
     rest_port = free_port()
     process = ServeProcess(f"--model_base_path={base}", "--port=0",
                            f"--rest_api_port={rest_port}", "--file_system_poll_wait_seconds=0")
     ready = process.ready()
     assert ready is not None, "".join(process.output)
-    yield process, int(ready["port"]), rest_port
-    process.kill()
+    return process, int(ready["port"]), rest_port
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    """`(process, grpc port, REST port)` of tools/serve.py serving a tiny BERT classifier."""
+    base = tmp_path_factory.mktemp("models") / "bert"
+    keras.utils.set_random_seed(5)
+    export_task_model(str(base / "1"), "classifier", new_task_model("classifier"),
+                      write_vocab(tmp_path_factory.mktemp("vocab")), do_lower_case=True,
+                      seq_length=SEQ_LENGTH, label_names=["negative", "positive", "neutral"])
+    served = start_server(base)
+    yield served
+    served[0].kill()
 
 
 @pytest.fixture(scope="module")
@@ -57,9 +66,10 @@ def stub(served):
         yield prediction_service_pb2_grpc.PredictionServiceStub(channel)
 
 
-def predict(stub, proto_inputs):
+def predict(stub, proto_inputs, model="bert", signature=""):
     request = predict_pb2.PredictRequest()
-    request.model_spec.name = "bert"
+    request.model_spec.name = model
+    request.model_spec.signature_name = signature
     for name, proto in proto_inputs.items():
         request.inputs[name].CopyFrom(proto)
     return stub.Predict(request, timeout=TIMEOUT)
@@ -70,9 +80,16 @@ def probabilities(stub, texts):
     return tf.make_ndarray(response.outputs["probabilities"])
 
 
-def rss_bytes(pid):
+def rss_bytes(pid, field="VmRSS"):
+    """The resident memory of process `pid`; `field="VmHWM"` its peak."""
     with open(f"/proc/{pid}/status") as f:
-        return int(re.search(r"VmRSS:\s+(\d+) kB", f.read())[1]) * 1024
+        return int(re.search(rf"{field}:\s+(\d+) kB", f.read())[1]) * 1024
+
+
+def reset_peak_rss(pid):
+    """Makes the peak resident memory (VmHWM) of `pid` its current one (Linux's clear_refs)."""
+    with open(f"/proc/{pid}/clear_refs", "w") as f:
+        f.write("5")
 
 
 def raw_http(port, data, read_timeout=TIMEOUT):
@@ -165,7 +182,7 @@ def test_sixteen_concurrent_10_mb_texts_leave_memory_bounded_and_answers_unchang
     (b"POST /v1/models/bert:predict HTTP/1.1\r\nContent-Length: " + b"9" * 5000 + b"\r\n\r\n",
      413, "is larger than --max_request_bytes"),
     (b"POST /v1/models/bert:predict HTTP/1.1\r\nContent-Length: -5\r\n\r\n", 400,
-     "Content-Length must be a number of bytes, got '-5'."),
+     "Content-Length must be a number of bytes, got \"-5\"."),
     ("POST /v1/models/bert:predict HTTP/1.1\r\nContent-Length: ²\r\n\r\n".encode(), 400,
      "Content-Length must be a number of bytes"),
     (b"POST /v1/models/bert:predict HTTP/1.1\r\n\r\n", 400,
@@ -198,6 +215,16 @@ def test_hostile_json_is_answered_with_its_problem(served, body, message):
     method = "classify" if b"examples" in body else "predict"
     status, answer = post(served[2], f"/v1/models/bert:{method}", body)
     assert (status, message in answer["error"]) == (400, True), answer
+
+
+def test_conflicting_content_lengths_are_refused(served):
+    # Answered by the first one, as before, the second would frame another request.
+    body = json.dumps({"instances": TEXTS}).encode()
+    status, answer = post(served[2], "/v1/models/bert:predict", body,
+                          headers=f"Content-Length: {len(body) + 9}\r\n")
+    assert (status, answer["error"]) == (400, (
+        f'The request has 2 Content-Length headers ("{len(body) + 9}", "{len(body)}"); send '
+        f'exactly one.'))
 
 
 def test_query_strings_are_ignored(served, stub):
@@ -298,3 +325,82 @@ def test_request_data_beyond_the_budget_is_resource_exhausted():
             pass
     with admission.admit(100):
         pass
+
+
+@pytest.fixture(scope="module")
+def served_choices(tmp_path_factory):
+    """tools/serve.py serving a tiny multiple-choice export, as `served`."""
+    base = tmp_path_factory.mktemp("models") / "choices"
+    keras.utils.set_random_seed(5)
+    export_task_model(str(base / "1"), "multiple_choice", new_task_model("multiple_choice"),
+                      write_vocab(tmp_path_factory.mktemp("vocab")), do_lower_case=True,
+                      seq_length=32)
+    served = start_server(base)
+    yield served
+    served[0].kill()
+
+
+def test_a_multiple_choice_request_counts_a_sequence_per_choice(served_choices):
+    def ask(choices):
+        body = json.dumps({"instances": [{"context": "what is the film", "choices": choices}]})
+        return post(served_choices[2], "/v1/models/choices:predict", body.encode())
+
+    # One row of 20,000 choices once ran for 220 s (MiniLM) and kept 8 GB of the server's
+    # memory: each choice is a sequence, and --max_batch_size (32) bounds them.
+    assert ask(["a good film"] * 20000) == (400, {"error": (
+        "Input 'choices' holds 20000 strings (shape [1, 20000]): the model runs a sequence per "
+        "string, at most 32 in one call (--max_batch_size); split the request.")})
+    assert ask([]) == (400, {"error": "Input 'choices' has shape [1, 0], which holds no values; "
+                                      "send at least one per row."})
+    status, answer = ask(["good"] * 32)
+    assert status == 200 and len(answer["predictions"][0]["probabilities"]) == 32
+
+
+ENCODER_INPUTS = ("input_word_ids", "input_mask", "input_type_ids")
+MILLION = 1_000_000
+
+
+@pytest.fixture(scope="module")
+def served_encoder(tmp_path_factory):
+    """`(process, stub)` of tools/serve.py serving an encoder export with its MLM head: one
+    layer of hidden size 128, 64 positions."""
+    base = tmp_path_factory.mktemp("models") / "encoder"
+    keras.utils.set_random_seed(5)
+    config = BertConfig(vocab_size=len(VOCAB), hidden_size=128, num_hidden_layers=1,
+                        num_attention_heads=2, intermediate_size=64, max_position_embeddings=64)
+    export_encoder(str(base / "1"), BertPretrainer(BertEncoder(config)),
+                   write_vocab(tmp_path_factory.mktemp("vocab")), do_lower_case=True)
+    process, port, _ = start_server(base)
+    with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+        yield process, prediction_service_pb2_grpc.PredictionServiceStub(channel)
+    process.kill()
+
+
+def zeros(*dims):
+    """An int32 tensor of zeros as `int_val`: a byte per element on the wire."""
+    return tensor(types_pb2.DT_INT32, dims, int_val=[0] * math.prod(dims))
+
+
+@pytest.mark.parametrize("signature, shapes, message", [
+    ("serving_default", {name: [1, MILLION] for name in ENCODER_INPUTS},
+     "Sequence length exceeds max_position_embeddings"),
+    ("mlm", {**{name: [1, 8] for name in ENCODER_INPUTS}, "masked_lm_positions": [1, MILLION]},
+     "masked_lm_positions holds more positions per row than input_word_ids has tokens"),
+])
+def test_encoder_requests_beyond_the_model_are_refused_before_it_allocates(
+        served_encoder, signature, shapes, message):
+    process, stub = served_encoder
+    pid = process.process.pid
+    reset_peak_rss(pid)
+    before = rss_bytes(pid)
+    with pytest.raises(grpc.RpcError) as raised:
+        predict(stub, {name: zeros(*shape) for name, shape in shapes.items()}, model="encoder",
+                signature=signature)
+    assert raised.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert message in raised.value.details()
+    # The request's arrays take 12 MB a copy (80 MB at the peak); a million tokens' (or
+    # predictions') 128 floats are 512 MB for each of the model's first ops.
+    peak = rss_bytes(pid, "VmHWM") - before
+    assert peak < 256 << 20, f"peak RSS grew by {peak / 2**20:.0f} MiB"
+    answer = predict(stub, {name: zeros(1, 8) for name in ENCODER_INPUTS}, model="encoder")
+    assert tf.make_ndarray(answer.outputs["sequence_output"]).shape == (1, 8, 128)

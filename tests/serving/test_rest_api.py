@@ -129,7 +129,19 @@ BAD_REQUESTS = {
         "Input 'text' expects strings or {\"b64\": ...} objects (DT_STRING), got JSON value 1.5."),
     "wrong dtype, float input": (
         {"signature_name": "scale", "inputs": {"x": [["a", 2, 3]], "factor": [1]}}, 400,
-        "Input 'x' expects numbers (DT_FLOAT), got JSON value 'a'."),
+        "Input 'x' expects numbers (DT_FLOAT), got JSON value \"a\"."),
+    # Values are shown as the client wrote them in JSON, not as Python's repr.
+    "null for a number": (
+        {"signature_name": "scale", "inputs": {"x": [[None, 2, 3]], "factor": [1]}}, 400,
+        "Input 'x' expects numbers (DT_FLOAT), got JSON value null."),
+    "NaN for a string": (
+        {"instances": [float("nan")]}, 400,
+        "Input 'text' expects strings or {\"b64\": ...} objects (DT_STRING), got JSON value "
+        "NaN."),
+    "false for a string": (
+        {"instances": [False]}, 400,
+        "Input 'text' expects strings or {\"b64\": ...} objects (DT_STRING), got JSON value "
+        "false."),
     "invalid base64": (
         {"instances": [{"b64": "not base64!"}]}, 400,
         "Input 'text' holds a 'b64' value that is not valid base64."),
@@ -192,7 +204,7 @@ def test_bad_predict_body_gets_its_status_and_the_server_keeps_serving(case, ser
      "Missing or empty 'examples'"),
     ("POST", "/v1/models/toy:regress", b'{"examples": [{"x": [1.0, "a"]}]}', 400,
      "Element 0 of 'examples': feature 'x' must hold strings, integers or numbers (one kind "
-     "per feature), got [1.0, 'a']."),
+     "per feature), got [1.0, \"a\"]."),
     ("POST", "/v1/models/toy:classify", b'{"examples": [{"y": 1.0}]}', 400,
      "Feature: x (data type: float) is required but could not be found."),
     ("POST", "/v1/models/toy:explain", b"{}", 400,
