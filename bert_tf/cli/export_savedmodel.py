@@ -23,13 +23,15 @@ Example:
     saved_model_cli show --dir /models/sst2/1 --all
 """
 
+import os
 import sys
 import time
 
 from absl import app, flags
 
 from bert_tf.cli.app import run_tool
-from bert_tf.cli.checkpoint_flags import define_checkpoint_flags
+from bert_tf.cli.checkpoint_flags import (checkpoint_vocab_file_from_flags,
+                                          define_checkpoint_flags, do_lower_case_from_flags)
 
 EXPORT_TYPES = ("encoder", "encoder_with_mlm", "preprocess", "classifier", "ner", "squad",
                 "multiple_choice")
@@ -48,7 +50,9 @@ def define_flags():
                          "(encoder signatures take any length).")
     flags.DEFINE_integer("version", None, "Version number; defaults to the next free one.")
     flags.DEFINE_bool("text_pairs", False, "classifier: take text_a/text_b instead of text.")
-    flags.DEFINE_list("label_names", None, "classifier/ner: a name per class, in class order.")
+    flags.DEFINE_list("label_names", None, "classifier/ner: a name per class, in class order "
+                      "(ner: defaults to the label_list.txt run_ner wrote beside the "
+                      "checkpoint).")
     flags.DEFINE_integer("max_answer_length", 30, "squad: the longest answer, in tokens.")
     flags.DEFINE_bool("special_tokens_in_strings", False, "preprocess: [CLS], [SEP], [MASK], "
                       "[PAD] and [UNK] written in a text become their ids (as Hugging Face's "
@@ -58,7 +62,7 @@ def define_flags():
 
 def _writer():
     """A function writing the requested SavedModel into a directory."""
-    from bert_tf.checkpoints import has_pretraining_heads, load_model, vocab_beside_checkpoint
+    from bert_tf.checkpoints import has_pretraining_heads, load_model
     from bert_tf.export import (export_encoder, export_preprocessor, export_task_model,
                                 load_task_model)
     from bert_tf.export.text_inputs import check_seq_length
@@ -69,8 +73,9 @@ def _writer():
         if not FLAGS.vocab_file:
             raise app.UsageError("--export_type=preprocess needs --vocab_file.")
         check_seq_length(FLAGS.seq_length)
+        do_lower_case = do_lower_case_from_flags(FLAGS.init_checkpoint)
         return lambda path: export_preprocessor(
-            path, FLAGS.vocab_file, FLAGS.do_lower_case, seq_length=FLAGS.seq_length,
+            path, FLAGS.vocab_file, do_lower_case, seq_length=FLAGS.seq_length,
             special_tokens_in_strings=FLAGS.special_tokens_in_strings)
     if not FLAGS.init_checkpoint:
         raise app.UsageError(f"--export_type={FLAGS.export_type} needs --init_checkpoint.")
@@ -80,19 +85,35 @@ def _writer():
                          f"{FLAGS.init_checkpoint} has none (no pre-training heads, cls/...): "
                          f"export its encoder with --export_type=encoder, or use a checkpoint "
                          f"written by run_pretraining or converted from Google's.")
-    vocab_file = FLAGS.vocab_file or vocab_beside_checkpoint(FLAGS.init_checkpoint)
+    vocab_file = checkpoint_vocab_file_from_flags(FLAGS.init_checkpoint)
+    do_lower_case = do_lower_case_from_flags(FLAGS.init_checkpoint)
     _stage(f"loading {FLAGS.init_checkpoint}")
     if FLAGS.export_type in ("encoder", "encoder_with_mlm"):
         model = load_model(FLAGS.init_checkpoint, BertPretrainer if FLAGS.export_type ==
                            "encoder_with_mlm" else BertEncoder,
                            bert_config_file=FLAGS.bert_config_file)
-        return lambda path: export_encoder(path, model, vocab_file, FLAGS.do_lower_case)
+        return lambda path: export_encoder(path, model, vocab_file, do_lower_case)
     model = load_task_model(FLAGS.export_type, FLAGS.init_checkpoint, FLAGS.bert_config_file)
     check_seq_length(FLAGS.seq_length, model.encoder.config.max_position_embeddings)
+    label_names = FLAGS.label_names or _label_list_beside_checkpoint()
     return lambda path: export_task_model(
-        path, FLAGS.export_type, model, vocab_file, FLAGS.do_lower_case,
-        seq_length=FLAGS.seq_length, text_pairs=FLAGS.text_pairs, label_names=FLAGS.label_names,
+        path, FLAGS.export_type, model, vocab_file, do_lower_case,
+        seq_length=FLAGS.seq_length, text_pairs=FLAGS.text_pairs, label_names=label_names,
         max_answer_length=FLAGS.max_answer_length)
+
+
+def _label_list_beside_checkpoint():
+    """For --export_type=ner, the labels of the label_list.txt run_ner wrote beside
+    --init_checkpoint, else None."""
+    from bert_tf.checkpoints import detect_format
+    from bert_tf.cli.run_ner import LABEL_LIST_FILE
+    from bert_tf.data.tasks.conll import read_label_list
+
+    if FLAGS.export_type != "ner":
+        return None
+    _, resolved = detect_format(FLAGS.init_checkpoint)
+    path = os.path.join(os.path.dirname(resolved), LABEL_LIST_FILE)
+    return read_label_list(path) if os.path.isfile(path) else None
 
 
 def _stage(message):

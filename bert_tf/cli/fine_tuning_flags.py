@@ -19,8 +19,9 @@ import os
 
 from absl import app, flags
 
+from bert_tf.cli import checkpoint_flags
 from bert_tf.cli.checkpoint_flags import define_checkpoint_flags
-from bert_tf.cli.path_checks import input_file_problem, output_dir_problem
+from bert_tf.cli.path_checks import output_dir_problem
 from bert_tf.cli.thread_pool_flags import define_thread_pool_flags, size_thread_pools_from_flags
 from bert_tf.file_io import file_kind
 from bert_tf.training.mixed_precision import MIXED_PRECISION
@@ -98,9 +99,14 @@ def check_flags(data_flags, data_files=None, tool_problems=()):
         problems.append("nothing to do: give --do_train, --do_eval and/or --do_predict")
     if not FLAGS.output_dir:
         problems.append("--output_dir is required")
-    elif problem := output_dir_problem("output_dir", FLAGS.output_dir):
+    elif problem := (output_dir_problem("output_dir", FLAGS.output_dir)
+                     or _hugging_face_model_problem(FLAGS.output_dir)):
         problems.append(problem)
     init_checkpoint = init_checkpoint_from_flags()
+    try:
+        do_lower_case_from_flags()
+    except (app.UsageError, ValueError) as error:
+        problems.append(str(error))
     if not (init_checkpoint or FLAGS.bert_config_file):
         problems.append("--init_checkpoint (pre-trained weights) or at least --bert_config_file "
                         "is required")
@@ -130,6 +136,20 @@ def check_flags(data_flags, data_files=None, tool_problems=()):
     size_thread_pools_from_flags()  # before the tool's first TensorFlow op
 
 
+def _hugging_face_model_problem(output_dir):
+    """Why `output_dir` cannot take a run when it holds a Hugging Face model (e.g. it is the
+    --init_checkpoint): every tool reading the directory would read that model, not the
+    fine-tuned checkpoints written beside it; None otherwise."""
+    from bert_tf.checkpoints.sources import HUGGING_FACE_WEIGHT_FILES
+
+    for name in HUGGING_FACE_WEIGHT_FILES:
+        if file_kind(os.path.join(output_dir, name)) == "file":
+            return (f"--output_dir {output_dir} holds a Hugging Face model ({name}, e.g. the "
+                    f"initial weights), which tools reading the directory would take instead "
+                    f"of the fine-tuned checkpoints; use another --output_dir")
+    return None
+
+
 def fine_tune_on_data_dir(fine_tune, files=True):
     """The `main` of a tool whose modes read the files of `define_data_file_flags` (unless
     `files` is False: the data comes from elsewhere, e.g. --tfds_name): checks the flags, then
@@ -157,13 +177,17 @@ def init_checkpoint_from_flags():
 
 def vocab_file_from_flags():
     """--vocab_file, or the vocab.txt beside the initial checkpoint
-    (`init_checkpoint_from_flags`)."""
-    if FLAGS.vocab_file:
-        if problem := input_file_problem("vocab_file", FLAGS.vocab_file):
-            raise app.UsageError(problem)
-        return FLAGS.vocab_file
-    from bert_tf.checkpoints import vocab_beside_checkpoint
-    return vocab_beside_checkpoint(init_checkpoint_from_flags())
+    (`init_checkpoint_from_flags`), which --vocab_file must equal
+    (`checkpoint_vocab_file_from_flags`)."""
+    return checkpoint_flags.checkpoint_vocab_file_from_flags(init_checkpoint_from_flags())
+
+
+def do_lower_case_from_flags():
+    """--do_lower_case, defaulting to (and checked against) the casing stated beside the
+    initial checkpoint (`init_checkpoint_from_flags`) or recorded by the run in --output_dir
+    (`checkpoint_flags.do_lower_case_from_flags`)."""
+    return checkpoint_flags.do_lower_case_from_flags(init_checkpoint_from_flags(),
+                                                     FLAGS.output_dir)
 
 
 def encoder_from_flags():
@@ -179,7 +203,8 @@ def encoder_from_flags():
 
 
 def prepare_output_dir(encoder, vocab_file, tool, task=None):
-    """Writes `bert_config.json`, `vocab.txt` and `run.json` into --output_dir (`record_run`:
+    """Writes `bert_config.json`, `vocab.txt`, `run.json` and the casing
+    (`do_lower_case_from_flags`) into --output_dir (`record_run`:
     its checkpoints are then complete for `bert-tf-export-savedmodel` and as an
     --init_checkpoint), after checking, so that nothing is written otherwise: that the
     encoder's vocab_size fits the vocabulary, that --output_dir holds no run of another model
@@ -200,7 +225,8 @@ def prepare_output_dir(encoder, vocab_file, tool, task=None):
         raise app.UsageError(f"--do_eval/--do_predict without --do_train needs a fine-tuned "
                              f"checkpoint in --output_dir {FLAGS.output_dir}; it has none")
     check_existing_run(FLAGS.output_dir, encoder.config, vocab_file, tool, task)
-    record_run(FLAGS.output_dir, encoder.config, vocab_file, tool, task)
+    record_run(FLAGS.output_dir, encoder.config, vocab_file, tool, task,
+               do_lower_case_from_flags())
 
 
 def num_train_steps(num_examples):

@@ -20,7 +20,8 @@ padded only to its longest example (rounded up to 4 in training, 16 otherwise).
 Writes to --output_dir: checkpoints (resumed from when the command is run again after an
 interruption; a directory holding a run of another model or task is refused), `bert_config.json`
 + `vocab.txt` (so the directory is a complete --init_checkpoint for bert-tf-export-savedmodel),
-`run.json` (the tool and task), TensorBoard logs (train/, eval/),
+`tokenizer_config.json` (the lower-casing used, which later runs from the directory and the
+export default to), `run.json` (the tool and task), TensorBoard logs (train/, eval/),
 `eval_results.json` (the task's GLUE metrics, loss, example counts; MNLI's mismatched dev set
 prefixed `mismatched_`) and `predictions.tsv` (id, label name, one probability per class; STS-B:
 id, score; MNLI's mismatched test set in `predictions_mismatched.tsv`).
@@ -215,7 +216,8 @@ def main():
     vocab_file = common.vocab_file_from_flags()
     encoder = common.encoder_from_flags()
     common.prepare_output_dir(encoder, vocab_file, "run_classifier", task.name)
-    preprocessor = BertPreprocessor(vocab_file, FLAGS.do_lower_case, FLAGS.max_seq_length)
+    do_lower_case = common.do_lower_case_from_flags()
+    preprocessor = BertPreprocessor(vocab_file, do_lower_case, FLAGS.max_seq_length)
     classifier = BertClassifier(encoder, num_classes=task.num_outputs)
     if task.is_regression:
         loss, metrics = keras.losses.MeanSquaredError(), None
@@ -242,9 +244,10 @@ def main():
     if train:
         labels = "" if task.is_regression else f" --label_names={','.join(task.label_names)}"
         pairs = " --text_pairs" if task.is_pair_task else ""
+        casing = "" if do_lower_case else " --nodo_lower_case"
         print(f"To serve it: bert-tf-export-savedmodel --export_type=classifier "
               f"--init_checkpoint={FLAGS.output_dir} --output_dir=<model base path> "
-              f"--seq_length={FLAGS.max_seq_length}{pairs}{labels}")
+              f"--seq_length={FLAGS.max_seq_length}{pairs}{labels}{casing}")
     return 0
 
 

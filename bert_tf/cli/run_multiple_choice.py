@@ -68,7 +68,8 @@ def fine_tune(vocab_file):
     from bert_tf.models.bert_multiple_choice import BertMultipleChoice
     from bert_tf.text.bert_preprocessor import BertPreprocessor
 
-    preprocessor = BertPreprocessor(vocab_file, FLAGS.do_lower_case, FLAGS.max_seq_length)
+    preprocessor = BertPreprocessor(vocab_file, common.do_lower_case_from_flags(),
+                                    FLAGS.max_seq_length)
     tokenizer = preprocessor.tokenizer
     train = _read("train_file", True, tokenizer)[1] if FLAGS.do_train else None
     evaluation = _read("eval_file", True, tokenizer) if FLAGS.do_eval else None

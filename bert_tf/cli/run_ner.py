@@ -15,7 +15,7 @@ is split at word boundaries into several windows, so every word gets a predictio
 of split sentences are logged and written to eval_results.json).
 
 Writes to --output_dir: checkpoints (resumable), `label_list.txt` (the classes, in order; what
-evaluation, prediction and `export_savedmodel.py --export_type=ner --label_names=...` reuse),
+evaluation, prediction and `export_savedmodel.py --export_type=ner` reuse),
 TensorBoard logs, `eval_results.json` (precision/recall/F1 overall and per entity type),
 `eval_predictions.txt` and `test_predictions.txt` (each input row + the predicted tag, as
 `conlleval` reads).
@@ -125,7 +125,7 @@ def fine_tune(tokenizer_vocab):
     from bert_tf.models.bert_token_classifier import BertTokenClassifier
     from bert_tf.text.bert_tokenizer import BertTokenizer
 
-    tokenizer = BertTokenizer(tokenizer_vocab, FLAGS.do_lower_case)
+    tokenizer = BertTokenizer(tokenizer_vocab, common.do_lower_case_from_flags())
     # Every file is read and checked before the (long) training.
     train_path, train_sentences, dataset_labels = (
         _read_sentences("train", "train_file") if FLAGS.do_train else (None, None, None))

@@ -179,7 +179,7 @@ def main():
     from bert_tf.text.bert_tokenizer import BertTokenizer
 
     vocab_file = common.vocab_file_from_flags()
-    tokenizer = BertTokenizer(vocab_file, FLAGS.do_lower_case)
+    tokenizer = BertTokenizer(vocab_file, common.do_lower_case_from_flags())
     # Read all data before building the model: a bad file fails in seconds.
     train = (_read(FLAGS.train_file, FLAGS.train_articles, tokenizer, is_training=True,
                    tfds_split=splits["train"]) if FLAGS.do_train else None)

@@ -1,4 +1,5 @@
-"""Does a model config's `vocab_size` fit its vocabulary file?
+"""Does a model config's `vocab_size` fit its vocabulary file, and is a vocabulary file the
+one a checkpoint was trained with?
 
 A config with fewer ids than the vocabulary has tokens cannot embed the last ones (a lookup
 past the table's end: NaNs or a crash deep inside training); that is an error. A config with
@@ -9,6 +10,8 @@ Example:
     >>> check_vocab_size(BertConfig.from_json_file("bert_config.json"), "vocab.txt",
     ...                  config_file="bert_config.json")
     30522
+    >>> vocab_difference("model/vocab.txt", "shuffled.txt")
+    'model/vocab.txt (30522 tokens) is not shuffled.txt (30522 tokens; they differ from line 2)'
 """
 
 import logging
@@ -37,3 +40,16 @@ def check_vocab_size(config, vocab_file, config_file=None):
                        config_name, config.vocab_size, num_tokens, vocab_file,
                        config.vocab_size - num_tokens)
     return num_tokens
+
+
+def vocab_difference(vocab_file, other_file, name=None):
+    """None when `other_file` holds the tokens of `vocab_file` in the same order, else a phrase
+    naming both (`vocab_file` as `name` when given), their sizes and the first line where they
+    differ."""
+    theirs, ours = load_vocab(vocab_file), load_vocab(other_file)
+    if theirs == ours:
+        return None
+    line = next((i for i, (a, b) in enumerate(zip(theirs, ours), start=1) if a != b),
+                min(len(theirs), len(ours)) + 1)
+    return (f"{name or vocab_file} ({len(theirs)} tokens) is not {other_file} ({len(ours)} "
+            f"tokens; they differ from line {line})")

@@ -1,17 +1,19 @@
 """The run an output directory holds, checked before a training job writes to it.
 
 Beside its checkpoints a training tool writes `bert_config.json` and `vocab.txt` (what makes
-them complete for every tool's `--init_checkpoint`) and `run.json` (the tool and task that
-trained them), and it resumes from the latest checkpoint when run again. Run again with
-another model, vocabulary or task, it would overwrite the first two and then "resume" weights
-that do not fit (a restore error deep inside TensorFlow) or, of a task with as many labels,
-that fit silently. So a tool calls `check_existing_run` before writing anything: a directory
-holding a run of anything else is refused in one line naming what differs, and left as it is.
-`record_run` then writes the files.
+them complete for every tool's `--init_checkpoint`), `tokenizer_config.json` (the lower-casing
+its text had, in Hugging Face's format: what later runs and exports of it default to) and
+`run.json` (the tool and task that trained them), and it resumes from the latest checkpoint
+when run again. Run again with another model, vocabulary or task, it would overwrite the first
+two and then "resume" weights that do not fit (a restore error deep inside TensorFlow) or, of a
+task with as many labels, that fit silently. So a tool calls `check_existing_run` before
+writing anything: a directory holding a run of anything else is refused in one line naming
+what differs, and left as it is. `record_run` then writes the files.
 
 Example:
     >>> check_existing_run("/tmp/sst2", encoder.config, "vocab.txt", "run_classifier", "SST-2")
-    >>> record_run("/tmp/sst2", encoder.config, "vocab.txt", "run_classifier", "SST-2")
+    >>> record_run("/tmp/sst2", encoder.config, "vocab.txt", "run_classifier", "SST-2",
+    ...            do_lower_case=True)
 """
 
 import os
@@ -20,8 +22,9 @@ import tensorflow as tf
 
 from bert_tf.checkpoints import write_model_files
 from bert_tf.checkpoints.layout import CONFIG_FILE, VOCAB_FILE
+from bert_tf.checkpoints.sources import TOKENIZER_CONFIG_FILE
 from bert_tf.config import BertConfig, read_json_file
-from bert_tf.text.vocab import load_vocab
+from bert_tf.text.vocab_size import vocab_difference
 from bert_tf.training.eval_results import write_json
 
 RUN_FILE = "run.json"
@@ -44,16 +47,6 @@ def _config_difference(path, config):
         return None
     return f"{CONFIG_FILE} differs in " + ", ".join(
         f"{key} ({theirs[key]} there, {ours[key]} here)" for key in keys)
-
-
-def _vocab_difference(path, vocab_file):
-    theirs, ours = load_vocab(path), load_vocab(vocab_file)
-    if theirs == ours:
-        return None
-    line = next((i for i, (a, b) in enumerate(zip(theirs, ours), start=1) if a != b),
-                min(len(theirs), len(ours)) + 1)
-    return (f"{VOCAB_FILE} ({len(theirs)} tokens) is not {vocab_file} ({len(ours)} tokens; "
-            f"they differ from line {line})")
 
 
 def _task_difference(path, ours):
@@ -82,7 +75,7 @@ def check_existing_run(output_dir, config, vocab_file, tool, task=None):
         differences["model"].append(_config_difference(config_path, config))
     if (vocab_file and os.path.abspath(vocab_file) != os.path.abspath(vocab_path)
             and tf.io.gfile.exists(vocab_path)):
-        differences["model"].append(_vocab_difference(vocab_path, vocab_file))
+        differences["model"].append(vocab_difference(vocab_path, vocab_file, VOCAB_FILE))
     if tf.io.gfile.exists(run_path):
         differences["task"].append(_task_difference(run_path, _run_record(tool, task)))
     differences = {what: [found for found in listed if found]
@@ -94,12 +87,16 @@ def check_existing_run(output_dir, config, vocab_file, tool, task=None):
                          f"--output_dir")
 
 
-def record_run(output_dir, config, vocab_file, tool, task=None):
+def record_run(output_dir, config, vocab_file, tool, task=None, do_lower_case=None):
     """Writes `bert_config.json`, a copy of `vocab_file` (`write_model_files`) and, when the
-    run starts (`output_dir` has no checkpoint yet), `run.json` (`tool`, `task`) into
-    `output_dir`; after `check_existing_run` passed. A run begun before `run.json` existed is
-    not recorded afterwards: what trained it is not known (`FineTuner` refuses to resume a
+    run starts (`output_dir` has no checkpoint yet), `run.json` (`tool`, `task`) and, unless
+    `do_lower_case` is None, `tokenizer_config.json` (`{"do_lower_case": ...}`) into
+    `output_dir`; after `check_existing_run` passed. A run begun before these existed is not
+    recorded afterwards: what trained it is not known (`FineTuner` refuses to resume a
     checkpoint of another task model, by the class it records or by its shapes)."""
     write_model_files(output_dir, config, vocab_file)
     if not tf.train.latest_checkpoint(output_dir):
         write_json(os.path.join(output_dir, RUN_FILE), _run_record(tool, task))
+        if do_lower_case is not None:
+            write_json(os.path.join(output_dir, TOKENIZER_CONFIG_FILE),
+                       {"do_lower_case": do_lower_case})

@@ -97,6 +97,31 @@ def test_classifier_from_a_fine_tuned_checkpoint(tmp_path):
         [b"negative", b"positive"][i] for i in logits.argmax(-1)]
 
 
+def test_a_task_export_defaults_to_the_casing_recorded_beside_the_checkpoint(tmp_path):
+    """run_classifier --nodo_lower_case records tokenizer_config.json: the export of that run
+    does not lower-case without being told, and refuses --do_lower_case."""
+    vocab_file = write_vocab(tmp_path)
+    keras.utils.set_random_seed(3)
+    classifier = BertClassifier(BertEncoder(tiny_config(num_hidden_layers=1)), num_classes=2)
+    checkpoint_dir = tmp_path / "cased"
+    write_task_checkpoint(str(checkpoint_dir), classifier)
+    (checkpoint_dir / "tokenizer_config.json").write_text('{"do_lower_case": false}')
+    flags = ["--export_type=classifier", f"--init_checkpoint={checkpoint_dir}",
+             f"--vocab_file={vocab_file}", "--seq_length=16"]
+    result = run_tool("export_savedmodel.py", *flags, f"--output_dir={tmp_path / 'ok'}")
+    assert result.returncode == 0, result.stderr
+    assert not tf.saved_model.load(str(tmp_path / "ok" / "1")).do_lower_case.numpy()
+
+    result = run_tool("export_savedmodel.py", *flags, "--do_lower_case",
+                      f"--output_dir={tmp_path / 'refused'}")
+    assert result.returncode == 1
+    assert result.stderr.splitlines()[-2] == (
+        f"export_savedmodel: error: --do_lower_case contradicts {checkpoint_dir}/"
+        f"tokenizer_config.json, which says do_lower_case false (the casing its model was "
+        f"trained with); drop --do_lower_case")
+    assert not (tmp_path / "refused").exists()
+
+
 @pytest.mark.parametrize("export_type, model", [("ner", "BertTokenClassifier"),
                                                  ("squad", "BertSpanLabeler")])
 def test_another_tasks_export_type_is_refused(tmp_path, export_type, model):

@@ -12,7 +12,7 @@ import tensorflow as tf
 import tensorflow_text  # noqa: F401  (registers the WordPiece op the export uses)
 
 from bert_tf.metrics.glue import glue_metrics
-from tests.export.tiny_models import tiny_config, write_vocab
+from tests.export.tiny_models import VOCAB, tiny_config, write_vocab
 from tests.resources import minilm_dir, shared_data_path
 from tests.tools.tool_runs import kill_at_first_checkpoint, latest_step, run_tool, scalar_curves
 
@@ -212,6 +212,56 @@ def test_a_run_of_another_task_or_model_in_output_dir_is_refused_and_kept(worksp
     assert _files(output_dir) == before
 
 
+def test_the_casing_is_recorded_followed_and_never_contradicted(workspace, tmp_path):
+    """A run records its lower-casing beside its checkpoints (tokenizer_config.json, as Hugging
+    Face does); runs from it and the printed export command follow it, and a flag contradicting
+    it is refused before anything is written."""
+    flags = [*TRAIN_FLAGS, f"--data_dir={workspace['sst2']}", "--num_train_steps=1", "--do_train"]
+    cased = tmp_path / "cased"
+    result = run_tool("run_classifier.py", *workspace["model"], *flags, f"--output_dir={cased}",
+                      "--nodo_lower_case")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert json.loads((cased / "tokenizer_config.json").read_text()) == {"do_lower_case": False}
+    assert result.stdout.splitlines()[-1].endswith("--label_names=0,1 --nodo_lower_case")
+    before = _files(cased)
+
+    result = run_tool("run_classifier.py", "--task_name=SST-2", f"--data_dir={workspace['sst2']}",
+                      f"--output_dir={cased}", f"--max_seq_length={SEQ}", "--do_eval",
+                      "--do_lower_case")
+    assert result.returncode == 1
+    assert result.stderr.splitlines()[0] == (
+        f"run_classifier: error: --do_lower_case contradicts {cased}/tokenizer_config.json, "
+        f"which says do_lower_case false (the casing its model was trained with); drop "
+        f"--do_lower_case")
+    assert _files(cased) == before
+
+    # Fine-tuned further without the flag: the new run keeps the casing.
+    again = tmp_path / "again"
+    result = run_tool("run_classifier.py", f"--init_checkpoint={cased}", *flags,
+                      f"--output_dir={again}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert json.loads((again / "tokenizer_config.json").read_text()) == {"do_lower_case": False}
+    assert result.stdout.splitlines()[-1].endswith(" --nodo_lower_case")
+
+
+def test_a_vocab_file_other_than_the_checkpoints_is_refused(workspace, sst2_run, tmp_path):
+    output_dir, _ = sst2_run
+    flags = [f"--init_checkpoint={output_dir}", *TRAIN_FLAGS, f"--data_dir={workspace['sst2']}",
+             "--num_train_steps=1", "--do_train", f"--output_dir={tmp_path / 'out'}"]
+    shuffled = tmp_path / "shuffled.txt"  # as many tokens: each id would mean another word
+    shuffled.write_text("\n".join(VOCAB[:5] + VOCAB[6:7] + VOCAB[5:6] + VOCAB[7:]) + "\n")
+    result = run_tool("run_classifier.py", *flags, f"--vocab_file={shuffled}")
+    assert result.returncode == 1
+    assert (f"run_classifier: error: --vocab_file is not the vocabulary of --init_checkpoint: "
+            f"{output_dir}/vocab.txt ({len(VOCAB)} tokens) is not {shuffled} ({len(VOCAB)} "
+            f"tokens; they differ from line 6); drop --vocab_file to use the checkpoint's"
+            in result.stderr.splitlines())
+    assert not (tmp_path / "out").exists()
+
+    result = run_tool("run_classifier.py", *flags, f"--vocab_file={workspace['vocab']}")
+    assert result.returncode == 0, result.stderr[-3000:]  # the same tokens elsewhere: fine
+
+
 MNLI_HEADER = ["index", "promptID", "pairID", "genre", "sentence1_binary_parse",
                "sentence2_binary_parse", "sentence1_parse", "sentence2_parse", "sentence1",
                "sentence2"]
@@ -360,3 +410,32 @@ def test_minilm_fine_tunes_on_real_sst2(tmp_path):
     assert results["loss"] < 0.67
     assert open(output_dir / "vocab.txt").read() == open(os.path.join(model_dir,
                                                                       "vocab.txt")).read()
+
+
+def test_a_hugging_face_checkpoints_casing_and_directory_are_kept(workspace, tmp_path):
+    """MiniLM's tokenizer_config.json says do_lower_case true: --nodo_lower_case is refused. Its
+    directory as --output_dir is refused too: its model.safetensors would hide the fine-tuned
+    checkpoints from every tool reading the directory."""
+    model_dir = tmp_path / "minilm"
+    model_dir.mkdir()
+    for name in os.listdir(minilm_dir()):
+        (model_dir / name).symlink_to(os.path.join(minilm_dir(), name))
+    before = sorted(os.listdir(model_dir))
+    flags = [f"--init_checkpoint={model_dir}", "--task_name=SST-2", "--do_train",
+             f"--data_dir={workspace['sst2']}"]
+    result = run_tool("run_classifier.py", *flags, f"--output_dir={tmp_path / 'out'}",
+                      "--nodo_lower_case")
+    assert result.returncode == 1
+    assert result.stderr.splitlines()[0] == (
+        f"run_classifier: error: --nodo_lower_case contradicts {model_dir}/tokenizer_config.json,"
+        f" which says do_lower_case true (the casing its model was trained with); drop "
+        f"--nodo_lower_case")
+    assert not (tmp_path / "out").exists()
+
+    result = run_tool("run_classifier.py", *flags, f"--output_dir={model_dir}")
+    assert result.returncode == 1
+    assert result.stderr.splitlines()[0] == (
+        f"run_classifier: error: --output_dir {model_dir} holds a Hugging Face model "
+        f"(model.safetensors, e.g. the initial weights), which tools reading the directory "
+        f"would take instead of the fine-tuned checkpoints; use another --output_dir")
+    assert sorted(os.listdir(model_dir)) == before

@@ -9,6 +9,7 @@ import os
 import pytest
 import tensorflow as tf
 
+from bert_tf.checkpoints.sources import lower_case_beside_checkpoint
 from bert_tf.training.existing_run import check_existing_run, record_run
 from tests.export.tiny_models import VOCAB, tiny_config, write_vocab
 
@@ -82,7 +83,21 @@ def test_a_run_begun_without_a_record_is_not_recorded_afterwards(tmp_path):
                                max_to_keep=1, checkpoint_name="ckpt").save()
     vocab_file = write_vocab(str(tmp_path))
     check_existing_run(output_dir, tiny_config(), vocab_file, "run_classifier", "SST-2")
-    record_run(output_dir, tiny_config(), vocab_file, "run_classifier", "SST-2")
-    # Its checkpoint may be of any task: recording this one would block the right one.
+    record_run(output_dir, tiny_config(), vocab_file, "run_classifier", "SST-2",
+               do_lower_case=False)
+    # Its checkpoint may be of any task or casing: recording this one would block the right one.
     assert not os.path.exists(os.path.join(output_dir, "run.json"))
+    assert not os.path.exists(os.path.join(output_dir, "tokenizer_config.json"))
     assert os.path.exists(os.path.join(output_dir, "bert_config.json"))
+
+
+@pytest.mark.parametrize("do_lower_case", [False, True])
+def test_the_casing_is_recorded_as_the_checkpoints_reader_reads_it(tmp_path, do_lower_case):
+    output_dir = str(tmp_path / "run")
+    record_run(output_dir, tiny_config(), write_vocab(str(tmp_path)), "run_classifier", "SST-2",
+               do_lower_case=do_lower_case)
+    assert lower_case_beside_checkpoint(output_dir) == (
+        do_lower_case, os.path.join(output_dir, "tokenizer_config.json"))
+    assert lower_case_beside_checkpoint(os.path.join(output_dir, "ckpt-1")) == (
+        do_lower_case, os.path.join(output_dir, "tokenizer_config.json"))
+    assert lower_case_beside_checkpoint(str(tmp_path)) is None  # nothing stated there
