@@ -106,8 +106,7 @@ def _label_list_beside_checkpoint():
     """For --export_type=ner, the labels of the label_list.txt run_ner wrote beside
     --init_checkpoint, else None."""
     from bert_tf.checkpoints import detect_format
-    from bert_tf.cli.run_ner import LABEL_LIST_FILE
-    from bert_tf.data.tasks.conll import read_label_list
+    from bert_tf.data.tasks.conll import LABEL_LIST_FILE, read_label_list
 
     if FLAGS.export_type != "ner":
         return None

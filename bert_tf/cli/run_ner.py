@@ -36,7 +36,6 @@ from bert_tf.cli.app import run_tool
 
 FLAGS = flags.FLAGS
 
-LABEL_LIST_FILE = "label_list.txt"
 logger = logging.getLogger("bert_tf.tools")
 
 
@@ -66,7 +65,7 @@ def _labels(train_sentences, train_path, dataset_labels=None):
     to --output_dir once all the data is read), or the saved list."""
     from bert_tf.data.tasks import conll
 
-    path = os.path.join(FLAGS.output_dir, LABEL_LIST_FILE)
+    path = os.path.join(FLAGS.output_dir, conll.LABEL_LIST_FILE)
     if train_sentences is not None:
         labels = dataset_labels or conll.label_list(train_sentences, train_path)
         if os.path.exists(path) and conll.read_label_list(path) != labels:
@@ -144,7 +143,7 @@ def fine_tune(tokenizer_vocab):
     encoder = common.encoder_from_flags()
     common.prepare_output_dir(encoder, tokenizer_vocab, "run_ner")
     if FLAGS.do_train:  # only now: a run stopped by bad data leaves no list to block its rerun
-        conll.write_label_list(os.path.join(FLAGS.output_dir, LABEL_LIST_FILE), labels)
+        conll.write_label_list(os.path.join(FLAGS.output_dir, conll.LABEL_LIST_FILE), labels)
     model = BertTokenClassifier(encoder, num_classes=len(labels))
     # The loss is the mean over first word pieces only: -1 marks every other position.
     loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True,

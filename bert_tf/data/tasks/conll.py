@@ -131,6 +131,11 @@ def tag_ids(sentences, labels, path):
     return ids
 
 
+# The file of a token classifier's labels, in class order, beside its checkpoints: run_ner
+# writes it, evaluation, prediction and the NER export read it.
+LABEL_LIST_FILE = "label_list.txt"
+
+
 def write_label_list(path, labels):
     with open(path, "w", encoding="utf-8") as f:
         f.write("\n".join(labels) + "\n")
