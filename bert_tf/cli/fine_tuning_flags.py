@@ -21,7 +21,7 @@ from absl import app, flags
 
 from bert_tf.cli import checkpoint_flags
 from bert_tf.cli.checkpoint_flags import define_checkpoint_flags
-from bert_tf.cli.path_checks import output_dir_problem
+from bert_tf.cli.path_checks import input_file_problem, output_dir_problem
 from bert_tf.cli.thread_pool_flags import define_thread_pool_flags, size_thread_pools_from_flags
 from bert_tf.file_io import file_kind
 from bert_tf.training.mixed_precision import MIXED_PRECISION
@@ -110,6 +110,9 @@ def check_flags(data_flags, data_files=None, tool_problems=()):
     if not (init_checkpoint or FLAGS.bert_config_file):
         problems.append("--init_checkpoint (pre-trained weights) or at least --bert_config_file "
                         "is required")
+    elif FLAGS.bert_config_file and (
+            problem := input_file_problem("bert_config_file", FLAGS.bert_config_file)):
+        problems.append(problem)
     if not (FLAGS.vocab_file or init_checkpoint):
         problems.append("--vocab_file is required without --init_checkpoint")
     for name in ("max_seq_length", "train_batch_size", "eval_batch_size", "predict_batch_size",

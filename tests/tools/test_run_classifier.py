@@ -377,6 +377,14 @@ def test_flag_errors(workspace, tmp_path):
                       "--do_eval")
     assert result.returncode != 0
     assert "--do_eval needs --task_name; --do_eval needs --data_dir" in result.stderr
+    # Named with its flag, before anything is read (it was "[Errno 2] No such file ...").
+    result = run_tool("run_classifier.py", f"--bert_config_file={tmp_path}/none.json",
+                      f"--vocab_file={workspace['vocab']}", "--task_name=SST-2",
+                      f"--data_dir={workspace['sst2']}", f"--output_dir={tmp_path}/out",
+                      "--do_train")
+    assert result.returncode == 1
+    assert (f"run_classifier: error: --bert_config_file {tmp_path}/none.json does not exist"
+            in result.stderr.splitlines())
 
 
 def test_a_max_seq_length_beyond_the_position_embeddings_is_refused(workspace, tmp_path):
