@@ -46,17 +46,24 @@ def start_server(base):
     return process, int(ready["port"]), rest_port
 
 
-@pytest.fixture(scope="module")
-def served(tmp_path_factory):
-    """`(process, grpc port, REST port)` of tools/serve.py serving a tiny BERT classifier."""
-    base = tmp_path_factory.mktemp("models") / "bert"
+def serve_tiny_export(tmp_path_factory, name, task, **export_arguments):
+    """`(process, grpc port, REST port)` of tools/serve.py serving a tiny `task` export as
+    model `name`, until the generator is closed."""
+    base = tmp_path_factory.mktemp("models") / name
     keras.utils.set_random_seed(5)
-    export_task_model(str(base / "1"), "classifier", new_task_model("classifier"),
+    export_task_model(str(base / "1"), task, new_task_model(task),
                       write_vocab(tmp_path_factory.mktemp("vocab")), do_lower_case=True,
-                      seq_length=SEQ_LENGTH, label_names=["negative", "positive", "neutral"])
+                      **export_arguments)
     served = start_server(base)
     yield served
     served[0].kill()
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    """tools/serve.py serving a tiny BERT classifier as model "bert"."""
+    yield from serve_tiny_export(tmp_path_factory, "bert", "classifier", seq_length=SEQ_LENGTH,
+                                 label_names=["negative", "positive", "neutral"])
 
 
 @pytest.fixture(scope="module")
@@ -329,15 +336,8 @@ def test_request_data_beyond_the_budget_is_resource_exhausted():
 
 @pytest.fixture(scope="module")
 def served_choices(tmp_path_factory):
-    """tools/serve.py serving a tiny multiple-choice export, as `served`."""
-    base = tmp_path_factory.mktemp("models") / "choices"
-    keras.utils.set_random_seed(5)
-    export_task_model(str(base / "1"), "multiple_choice", new_task_model("multiple_choice"),
-                      write_vocab(tmp_path_factory.mktemp("vocab")), do_lower_case=True,
-                      seq_length=32)
-    served = start_server(base)
-    yield served
-    served[0].kill()
+    """tools/serve.py serving a tiny multiple-choice export as model "choices"."""
+    yield from serve_tiny_export(tmp_path_factory, "choices", "multiple_choice", seq_length=32)
 
 
 def test_a_multiple_choice_request_counts_a_sequence_per_choice(served_choices):

@@ -174,6 +174,11 @@ def test_without_training_it_evaluates_the_checkpoint_in_output_dir(workspace, s
     assert not empty.exists()  # nothing written: a later training there is a new run
 
 
+def _casing_refusal(flag, directory, stated):
+    return (f"run_classifier: error: {flag} contradicts {directory}/tokenizer_config.json, which "
+            f"says do_lower_case {stated} (the casing its model was trained with); drop {flag}")
+
+
 def _files(directory):
     return {name: (directory / name).read_bytes() for name in os.listdir(directory)
             if (directory / name).is_file()}
@@ -229,10 +234,7 @@ def test_the_casing_is_recorded_followed_and_never_contradicted(workspace, tmp_p
                       f"--output_dir={cased}", f"--max_seq_length={SEQ}", "--do_eval",
                       "--do_lower_case")
     assert result.returncode == 1
-    assert result.stderr.splitlines()[0] == (
-        f"run_classifier: error: --do_lower_case contradicts {cased}/tokenizer_config.json, "
-        f"which says do_lower_case false (the casing its model was trained with); drop "
-        f"--do_lower_case")
+    assert result.stderr.splitlines()[0] == _casing_refusal("--do_lower_case", cased, "false")
     assert _files(cased) == before
 
     # Fine-tuned further without the flag: the new run keeps the casing.
@@ -434,10 +436,8 @@ def test_a_hugging_face_checkpoints_casing_and_directory_are_kept(workspace, tmp
     result = run_tool("run_classifier.py", *flags, f"--output_dir={tmp_path / 'out'}",
                       "--nodo_lower_case")
     assert result.returncode == 1
-    assert result.stderr.splitlines()[0] == (
-        f"run_classifier: error: --nodo_lower_case contradicts {model_dir}/tokenizer_config.json,"
-        f" which says do_lower_case true (the casing its model was trained with); drop "
-        f"--nodo_lower_case")
+    assert result.stderr.splitlines()[0] == _casing_refusal("--nodo_lower_case", model_dir,
+                                                            "true")
     assert not (tmp_path / "out").exists()
 
     result = run_tool("run_classifier.py", *flags, f"--output_dir={model_dir}")
