@@ -155,19 +155,21 @@ def test_verbosity_1_shows_tensorflows_lines_about_a_peer_that_never_joins(data,
 def test_what_tensorflow_prints_otherwise_is_shown(capfd, error):
     # A cluster that joined, or failed in another way, keeps every line TensorFlow printed.
     with pytest.raises(type(error)) if error else contextlib.nullcontext():
-        with distribution._kept_back_unless_missing(quiet=True):
+        with distribution._kept_back_unless_explained(quiet=True):
             os.write(2, b"E0000 00:00:1.0 1 x.cc:1] a real problem\n")
             if error:
                 raise error
     assert capfd.readouterr().err == "E0000 00:00:1.0 1 x.cc:1] a real problem\n"
 
 
-def test_what_tensorflow_prints_about_missing_workers_is_kept_back_when_quiet(capfd):
+@pytest.mark.parametrize("error", [distribution.WorkersMissingError("worker 1 did not join"),
+                                   distribution.TpuUnavailableError("no gRPC server")])
+def test_what_tensorflow_prints_about_an_explained_failure_is_kept_back_when_quiet(capfd, error):
     for quiet in (True, False):
-        with pytest.raises(distribution.WorkersMissingError):
-            with distribution._kept_back_unless_missing(quiet):
+        with pytest.raises(type(error)):
+            with distribution._kept_back_unless_explained(quiet):
                 os.write(2, b"E0000 00:00:1.0 1 x.cc:1] Barrier timed out\n")
-                raise distribution.WorkersMissingError("worker 1 did not join")
+                raise error
     assert capfd.readouterr().err == "E0000 00:00:1.0 1 x.cc:1] Barrier timed out\n"
 
 
