@@ -321,7 +321,8 @@ def _check_tensorflow_build(tpu):
         raise TpuUnavailableError(
             f"This TensorFlow ({', '.join(installed) or 'unknown'} {tf.__version__}) has no TPU "
             f"support, which --tpu=local needs. Fix: on the TPU VM, install tensorflow-tpu "
-            f"2.20 with README.md's TPU install line, in a fresh virtualenv.")
+            f"{tpu_host.LAST_TPU_TENSORFLOW} with README.md's TPU install line, in a fresh "
+            f"virtualenv.")
     if not tpu_host.local_tpu_chips() and os.environ.get(tpu_host.LOAD_LIBRARY_VARIABLE) != "1":
         raise TpuUnavailableError(
             f"No TPU found on this machine (--tpu=local): no TPU chip device (/dev/accel*, "

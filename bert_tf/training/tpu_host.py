@@ -27,7 +27,7 @@ _TPU_DEVICE_GLOBS = ("/dev/accel[0-9]*", "/dev/vfio/[0-9]*")
 LOAD_LIBRARY_VARIABLE = "TPU_LOAD_LIBRARY"
 
 # tensorflow-tpu's last release, and so the newest TensorFlow a TPU job can run on either side.
-LAST_TPU_TENSORFLOW = (2, 20)
+LAST_TPU_TENSORFLOW = "2.20"
 
 
 def tpu_tensorflow_version(version):
@@ -38,10 +38,11 @@ def tpu_tensorflow_version(version):
         >>> tpu_host.tpu_tensorflow_version("2.21.0"), tpu_host.tpu_tensorflow_version("2.19.1")
         ('2.20', '2.19.1')
     """
-    major_minor = tuple(int(part) for part in version.split(".")[:2])
-    if major_minor > LAST_TPU_TENSORFLOW:
-        return ".".join(map(str, LAST_TPU_TENSORFLOW))
-    return version
+    def major_minor(text):
+        return tuple(int(part) for part in text.split(".")[:2])
+
+    newer = major_minor(version) > major_minor(LAST_TPU_TENSORFLOW)
+    return LAST_TPU_TENSORFLOW if newer else version
 
 
 def local_tpu_chips():
