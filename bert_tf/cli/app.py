@@ -10,8 +10,11 @@ status 1:
 
     run_classifier: error: glue/SST-2/dev.tsv:4: expected 2 columns, got 3
 
-with the traceback before it when --verbosity is 1 or more. A usage error (`app.UsageError`)
-gives the same line and a pointer to --helpshort instead of absl's docstring and flag list.
+with the traceback before it when --verbosity is 1 or more. A usage error (`app.UsageError`,
+or a flag absl cannot parse) gives the same line with a pointer to --helpshort, instead of
+absl's docstring and flag list or its two "FATAL Flags parsing error" lines:
+
+    run_classifier: error: Unknown command line flag 'bogus' (--helpshort lists the flags)
 
 Example (the end of bert_tf/cli/serve.py):
     def run():
@@ -69,6 +72,17 @@ def error_line(tool, error, traceback_hint=True):
     detail = f"{type(error).__name__}: {message}" if message else type(error).__name__
     hint = " (--verbosity=1 prints the traceback)" if traceback_hint else ""
     return f"{tool}: error: {detail}{hint}"
+
+
+def usage_error_line(tool, message):
+    """`<tool>: error: <message>` on one line, pointing to the tool's flags.
+
+    Example:
+        >>> usage_error_line("serve", "flag --port=-5: not in [0, 65535]")
+        'serve: error: flag --port=-5: not in [0, 65535] (--helpshort lists the flags)'
+    """
+    message = "; ".join(line.strip() for line in str(message).splitlines() if line.strip())
+    return f"{tool}: error: {message} (--helpshort lists the flags)"
 
 
 def _is_user_error(error):
@@ -177,8 +191,7 @@ def run_tool(main, define_flags):
                 raise app.UsageError(f"unexpected arguments: {remaining_argv[1:]}")
             return main()
         except app.UsageError as error:
-            print(f"{tool}: error: {error}\nPass --helpshort or --helpfull to see help on "
-                  f"flags.", file=sys.stderr)
+            print(usage_error_line(tool, error), file=sys.stderr)
             return error.exitcode
         except KeyboardInterrupt:
             stdout.end_open_line()
@@ -196,4 +209,11 @@ def run_tool(main, define_flags):
         finally:
             sys.stdout = stdout.stream
 
-    app.run(main_with_one_line_errors)
+    def parse_flags(argv):
+        try:
+            return FLAGS(argv)
+        except flags.Error as error:  # unknown flag, bad value, failed validator
+            print(usage_error_line(tool, error), file=sys.stderr)
+            sys.exit(1)
+
+    app.run(main_with_one_line_errors, flags_parser=parse_flags)

@@ -148,13 +148,30 @@ def test_ctrl_c_is_one_line_and_ends_the_process_by_sigint(tmp_path):
 def test_a_usage_error_is_one_line_and_a_pointer_to_help():
     result = run_tool("run_classifier.py", "--task_name=SST-2")
     assert result.returncode == 1
-    assert result.stderr.strip().splitlines()[-2:] == [
+    assert result.stderr.strip().splitlines() == [
         "run_classifier: error: nothing to do: give --do_train, --do_eval and/or --do_predict; "
         "--output_dir is required; --init_checkpoint (pre-trained weights) or at least "
-        "--bert_config_file is required; --vocab_file is required without --init_checkpoint",
-        "Pass --helpshort or --helpfull to see help on flags."]
+        "--bert_config_file is required; --vocab_file is required without --init_checkpoint "
+        "(--helpshort lists the flags)"]
     assert not listed_flags(result.stderr) and "flags:" not in result.stderr
 
+
+
+@pytest.mark.parametrize("tool, flag, message", [
+    ("run_classifier", "--max_seq_lenght=64",
+     "Unknown command line flag 'max_seq_lenght'. Did you mean: max_seq_length ?"),
+    ("run_classifier", "--max_seq_length=long",
+     "flag --max_seq_length=long: invalid literal for int() with base 10: 'long'"),
+    ("run_ner", "--conll_encoding=utf-9",  # a validator of the tool's
+     "flag --conll_encoding=utf-9: unknown text encoding (e.g. utf-8, latin-1)"),
+])
+def test_a_flag_absl_cannot_parse_is_one_line_too(tool, flag, message):
+    # absl's own report was two lines, "FATAL Flags parsing error: ..." and "Pass --helpshort
+    # or --helpfull to see help on flags.", unlike every other error of the tools.
+    result = run_tool(f"{tool}.py", flag)
+    assert result.returncode == 1
+    assert result.stderr.splitlines() == [
+        f"{tool}: error: {message} (--helpshort lists the flags)"]
 
 def test_error_lines():
     assert error_line("serve", FileNotFoundError("/models/x has no versions")) == (

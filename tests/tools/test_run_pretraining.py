@@ -244,9 +244,8 @@ def test_a_file_as_output_dir_or_export_dir_is_refused_before_anything_is_writte
              f"--export_dir {notes} is a file, not a directory")):
         result = run_tool(TOOL, *flags, *directory_flags)
         assert result.returncode == 1
-        assert result.stderr.strip().splitlines()[-2:] == [
-            f"run_pretraining: error: {message}",
-            "Pass --helpshort or --helpfull to see help on flags."]
+        assert result.stderr.strip().splitlines() == [
+            f"run_pretraining: error: {message} (--helpshort lists the flags)"]
     assert sorted(os.listdir(tmp_path)) == ["notes.txt"] and notes.read_text() == "kept"
 
 
