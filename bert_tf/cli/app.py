@@ -10,9 +10,10 @@ status 1:
 
     run_classifier: error: glue/SST-2/dev.tsv:4: expected 2 columns, got 3
 
-with the traceback before it when --verbosity is 1 or more. A usage error (`app.UsageError`,
-or a flag absl cannot parse) gives the same line with a pointer to --helpshort, instead of
-absl's docstring and flag list or its two "FATAL Flags parsing error" lines:
+with the traceback before it when --verbosity is 1 or more; a usage error (`app.UsageError`)
+the same line, instead of absl's docstring and flag list. A command line absl cannot parse
+(an unknown flag, a bad value, a failed validator, a positional argument) gives the same line
+with a pointer to --helpshort, instead of absl's two lines ("FATAL Flags parsing error: ..."):
 
     run_classifier: error: Unknown command line flag 'bogus' (--helpshort lists the flags)
 
@@ -75,7 +76,8 @@ def error_line(tool, error, traceback_hint=True):
 
 
 def usage_error_line(tool, message):
-    """`<tool>: error: <message>` on one line, pointing to the tool's flags.
+    """`<tool>: error: <message>` of a command line that does not parse, on one line,
+    pointing to the tool's flags.
 
     Example:
         >>> usage_error_line("serve", "flag --port=-5: not in [0, 65535]")
@@ -182,16 +184,14 @@ def run_tool(main, define_flags):
     # absl prints __main__'s docstring as the usage: a console script's own has none.
     sys.modules["__main__"].__doc__ = tool_module.__doc__
 
-    def main_with_one_line_errors(remaining_argv):
+    def main_with_one_line_errors(_argv):  # parse_flags refused any beyond the program
         if FLAGS.verbosity < 1:
             _quiet_libraries()
         stdout = sys.stdout = _LineTrackingStdout(sys.stdout)
         try:
-            if len(remaining_argv) > 1:
-                raise app.UsageError(f"unexpected arguments: {remaining_argv[1:]}")
             return main()
-        except app.UsageError as error:
-            print(usage_error_line(tool, error), file=sys.stderr)
+        except app.UsageError as error:  # the tool's own check of its flags: names them
+            print(f"{tool}: error: {error}", file=sys.stderr)
             return error.exitcode
         except KeyboardInterrupt:
             stdout.end_open_line()
@@ -211,9 +211,14 @@ def run_tool(main, define_flags):
 
     def parse_flags(argv):
         try:
-            return FLAGS(argv)
+            remaining_argv = FLAGS(argv)
         except flags.Error as error:  # unknown flag, bad value, failed validator
             print(usage_error_line(tool, error), file=sys.stderr)
             sys.exit(1)
+        if len(remaining_argv) > 1:  # no tool takes positional arguments
+            print(usage_error_line(tool, f"unexpected arguments: {remaining_argv[1:]}"),
+                  file=sys.stderr)
+            sys.exit(1)
+        return remaining_argv
 
     app.run(main_with_one_line_errors, flags_parser=parse_flags)

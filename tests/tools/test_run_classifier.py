@@ -234,7 +234,7 @@ def test_the_casing_is_recorded_followed_and_never_contradicted(workspace, tmp_p
                       f"--output_dir={cased}", f"--max_seq_length={SEQ}", "--do_eval",
                       "--do_lower_case")
     assert result.returncode == 1
-    assert result.stderr.splitlines()[0] == _casing_refusal("--do_lower_case", cased, "false")
+    assert result.stderr.splitlines() == [_casing_refusal("--do_lower_case", cased, "false")]
     assert _files(cased) == before
 
     # Fine-tuned further without the flag: the new run keeps the casing.
@@ -254,10 +254,10 @@ def test_a_vocab_file_other_than_the_checkpoints_is_refused(workspace, sst2_run,
     shuffled.write_text("\n".join(VOCAB[:5] + VOCAB[6:7] + VOCAB[5:6] + VOCAB[7:]) + "\n")
     result = run_tool("run_classifier.py", *flags, f"--vocab_file={shuffled}")
     assert result.returncode == 1
-    assert (f"run_classifier: error: --vocab_file is not the vocabulary of --init_checkpoint: "
-            f"{output_dir}/vocab.txt ({len(VOCAB)} tokens) is not {shuffled} ({len(VOCAB)} "
-            f"tokens; they differ from line 6); drop --vocab_file to use the checkpoint's"
-            in result.stderr.splitlines())
+    assert result.stderr.splitlines() == [
+        f"run_classifier: error: --vocab_file is not the vocabulary of --init_checkpoint: "
+        f"{output_dir}/vocab.txt ({len(VOCAB)} tokens) is not {shuffled} ({len(VOCAB)} "
+        f"tokens; they differ from line 6); drop --vocab_file to use the checkpoint's"]
     assert not (tmp_path / "out").exists()
 
     result = run_tool("run_classifier.py", *flags, f"--vocab_file={workspace['vocab']}")
@@ -436,8 +436,8 @@ def test_a_hugging_face_checkpoints_casing_and_directory_are_kept(workspace, tmp
     result = run_tool("run_classifier.py", *flags, f"--output_dir={tmp_path / 'out'}",
                       "--nodo_lower_case")
     assert result.returncode == 1
-    assert result.stderr.splitlines()[0] == _casing_refusal("--nodo_lower_case", model_dir,
-                                                            "true")
+    assert result.stderr.splitlines() == [_casing_refusal("--nodo_lower_case", model_dir,
+                                                           "true")]
     assert not (tmp_path / "out").exists()
 
     result = run_tool("run_classifier.py", *flags, f"--output_dir={model_dir}")

@@ -245,7 +245,7 @@ def test_a_file_as_output_dir_or_export_dir_is_refused_before_anything_is_writte
         result = run_tool(TOOL, *flags, *directory_flags)
         assert result.returncode == 1
         assert result.stderr.strip().splitlines() == [
-            f"run_pretraining: error: {message} (--helpshort lists the flags)"]
+            f"run_pretraining: error: {message}"]
     assert sorted(os.listdir(tmp_path)) == ["notes.txt"] and notes.read_text() == "kept"
 
 
