@@ -33,9 +33,7 @@ FORMATS = (GOOGLE, HUGGING_FACE, BERT_TF)
 HUGGING_FACE_CONFIG_FILE = "config.json"
 # A Hugging Face model's weights in a directory: read before any TF checkpoint there.
 HUGGING_FACE_WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json")
-# Hugging Face's tokenizer settings beside a checkpoint; its `do_lower_case` states the casing
-# the vocabulary was built and the model trained with (fine-tuning tools write one too).
-TOKENIZER_CONFIG_FILE = "tokenizer_config.json"
+TOKENIZER_CONFIG_FILE = layout.TOKENIZER_CONFIG_FILE
 
 _PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".pkl", ".pickle")
 
@@ -232,6 +230,18 @@ def lower_case_beside_checkpoint(path):
     values = read_json_file(tokenizer_config)
     lower_case = values.get("do_lower_case") if isinstance(values, dict) else None
     return (lower_case, tokenizer_config) if isinstance(lower_case, bool) else None
+
+
+def stated_lower_case(path, default=None):
+    """The casing `lower_case_beside_checkpoint` finds stated beside a checkpoint, else
+    `default`.
+
+    Example:
+        >>> stated_lower_case("bert-base-cased", default=True)    # a Hugging Face directory
+        False
+    """
+    stated = lower_case_beside_checkpoint(path)
+    return stated[0] if stated else default
 
 
 def _known_names(config):

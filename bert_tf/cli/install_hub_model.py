@@ -6,7 +6,8 @@ directory: --hub_dir, else $BERT_TF_HUB_DIR, else ~/.cache/bert_tf/hub. Each ins
 version of both (`<dir>/<name>/<version>/`, one number for the two; neither if either fails);
 names resolve to the highest. Without --name the config names the model: bert_tf_base (L12
 H768 A12), bert_tf_large (L24 H1024 A16), bert_tf_L{L}_H{H} for the compact models (A = H/64),
-else bert_tf_L{L}_H{H}_A{A}; "_cased" with --nodo_lower_case. Any process that imports
+else bert_tf_L{L}_H{H}_A{A}; "_cased" for a cased model (--nodo_lower_case, or the casing
+the tokenizer_config.json beside --init_checkpoint states). Any process that imports
 tensorflow_hub then resolves the names, without importing bert_tf.
 
 Example (Google's BERT-Base, uncased; or any checkpoint convert_checkpoint.py wrote):
@@ -17,7 +18,7 @@ Example (Google's BERT-Base, uncased; or any checkpoint convert_checkpoint.py wr
 from absl import flags
 
 from bert_tf.cli.app import run_tool
-from bert_tf.cli.checkpoint_flags import define_checkpoint_flags
+from bert_tf.cli.checkpoint_flags import define_checkpoint_flags, do_lower_case_from_flags
 
 FLAGS = flags.FLAGS
 
@@ -39,7 +40,8 @@ def main():
 
     installed = install_model(
         FLAGS.init_checkpoint, name=FLAGS.name, vocab_file=FLAGS.vocab_file,
-        do_lower_case=FLAGS.do_lower_case, bert_config_file=FLAGS.bert_config_file,
+        do_lower_case=do_lower_case_from_flags(FLAGS.init_checkpoint),
+        bert_config_file=FLAGS.bert_config_file,
         seq_length=FLAGS.seq_length, directory=FLAGS.hub_dir)
     for name, path in installed.items():
         print(f"Installed {name} at {path}")

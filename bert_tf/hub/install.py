@@ -15,6 +15,7 @@ Example:
 
 from bert_tf.checkpoints import (has_pretraining_heads, load_model, read_config,
                                  vocab_beside_checkpoint)
+from bert_tf.checkpoints.sources import stated_lower_case
 from bert_tf.export import export_encoder, write_versions
 from bert_tf.export.text_inputs import check_seq_length
 from bert_tf.models.bert_encoder import BertEncoder
@@ -24,7 +25,7 @@ from bert_tf.export.preprocessor_export import export_preprocessor
 
 
 def install_model(init_checkpoint, name=None, vocab_file=None,
-                  do_lower_case=True, bert_config_file=None, seq_length=128, directory=None):
+                  do_lower_case=None, bert_config_file=None, seq_length=128, directory=None):
     """Exports `name` and `name + "_preprocess"` into the model directory, both or neither,
     under the same version number (see `write_versions`).
 
@@ -34,7 +35,9 @@ def install_model(init_checkpoint, name=None, vocab_file=None,
         name: the short name, "bert_tf_..."; by default derived from the config
             ("bert_tf_base", "bert_tf_L4_H256", "bert_tf_L6_H384_A12_cased", ...).
         vocab_file: the vocabulary; defaults to the vocab.txt beside the checkpoint.
-        do_lower_case: whether the vocabulary is uncased.
+        do_lower_case: whether the vocabulary is uncased; by default the casing the
+            tokenizer_config.json beside the checkpoint states (Hugging Face's, or one a
+            conversion or fine-tuning run wrote), else True.
         bert_config_file: the config, when it is not beside the checkpoint.
         seq_length: the preprocessor's default packed length, at most the encoder's
             `max_position_embeddings`.
@@ -48,6 +51,8 @@ def install_model(init_checkpoint, name=None, vocab_file=None,
     config = read_config(init_checkpoint, bert_config_file)
     check_seq_length(seq_length, config.max_position_embeddings)
     vocab_file = vocab_file or vocab_beside_checkpoint(init_checkpoint)
+    if do_lower_case is None:
+        do_lower_case = stated_lower_case(init_checkpoint, default=True)
     model = load_model(init_checkpoint, BertPretrainer if has_pretraining_heads(init_checkpoint)
                        else BertEncoder, config=config)
     name = name or model_dir.default_model_name(config, do_lower_case)

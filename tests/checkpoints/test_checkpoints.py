@@ -19,6 +19,7 @@ import tensorflow as tf
 from bert_tf import BertConfig, BertEncoder, checkpoints
 from bert_tf.checkpoints import CheckpointMismatchError, UnsupportedCheckpointError
 from tests.resources import REPO_ROOT
+from tests.tools.tool_runs import run_tool
 
 SMALL = BertConfig(vocab_size=40, hidden_size=16, num_hidden_layers=2, num_attention_heads=4,
                    intermediate_size=24, max_position_embeddings=20)
@@ -451,6 +452,42 @@ def test_the_tool_refuses_an_output_directory_with_files_in_it(encoder, tmp_path
         f"convert_checkpoint: error: {output_dir} is not empty (bert_config.json, vocab.txt): "
         f"write the checkpoint into a new or empty directory")
     assert {path.name: path.read_text() for path in output_dir.iterdir()} == own
+
+
+def _stated_casing(directory):
+    path = os.path.join(directory, "tokenizer_config.json")
+    return json.load(open(path)) if os.path.exists(path) else None
+
+
+def test_conversion_carries_the_stated_casing_and_refuses_a_contradicting_flag(encoder,
+                                                                                tmp_path):
+    """Hugging Face states its casing in tokenizer_config.json: the conversion records it as
+    fine-tuning runs do, so that every tool reading the converted checkpoint follows it."""
+    cased = write_hf_directory(str(tmp_path / "hf_cased"), google_arrays(encoder))
+    with open(os.path.join(cased, "tokenizer_config.json"), "w") as f:
+        json.dump({"do_lower_case": False, "tokenizer_class": "BertTokenizer"}, f)
+    result = checkpoints.convert_checkpoint(cased, str(tmp_path / "from_hf"))
+    assert result.do_lower_case is False
+    assert _stated_casing(tmp_path / "from_hf") == {"do_lower_case": False}
+
+    run = run_tool("convert_checkpoint.py", f"--checkpoint={cased}",
+                   f"--output_dir={tmp_path / 'refused'}", "--do_lower_case")
+    assert run.returncode == 1
+    assert run.stderr.splitlines()[0] == (
+        f"convert_checkpoint: error: --do_lower_case contradicts {cased}/tokenizer_config.json, "
+        f"which says do_lower_case false (the casing its model was trained with); drop "
+        f"--do_lower_case")
+    assert not os.path.exists(tmp_path / "refused")
+
+    # Google's downloads state nothing: the flag records the casing, and without it none is.
+    prefix = write_google_checkpoint(str(tmp_path / "google"), google_arrays(encoder))
+    run = run_tool("convert_checkpoint.py", f"--checkpoint={prefix}",
+                   f"--output_dir={tmp_path / 'google_cased'}", "--nodo_lower_case")
+    assert run.returncode == 0, run.stderr
+    assert "  casing: do_lower_case false" in run.stdout.splitlines()
+    assert _stated_casing(tmp_path / "google_cased") == {"do_lower_case": False}
+    checkpoints.convert_checkpoint(prefix, str(tmp_path / "google_unknown"))
+    assert _stated_casing(tmp_path / "google_unknown") is None
 
 
 # --- errors ---------------------------------------------------------------------------------------

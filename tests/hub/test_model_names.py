@@ -4,6 +4,7 @@ them by name, without any network; names not installed say how to install; defau
 what is inside. (tests/hub/test_installed_names.py: the same in fresh processes, no bert_tf.)"""
 
 import os
+import shutil
 
 import numpy as np
 import pytest
@@ -174,6 +175,35 @@ def test_the_tool_without_a_name_names_the_model_after_its_config(installed, tmp
         f"Installed bert_tf_L1_H16_A2_cased at {tmp_path / 'bert_tf_L1_H16_A2_cased' / '1'}",
         f"Installed bert_tf_L1_H16_A2_cased_preprocess at "
         f"{tmp_path / 'bert_tf_L1_H16_A2_cased_preprocess' / '1'}"]
+
+
+def test_install_follows_the_casing_stated_beside_the_checkpoint(installed, tmp_path):
+    """A cased model (its tokenizer_config.json says so, as Hugging Face's and converted or
+    fine-tuned checkpoints do) installs cased without being told; a contradicting flag is
+    refused before anything is written."""
+    cased = tmp_path / "cased"
+    shutil.copytree(installed[1], cased)
+    (cased / "tokenizer_config.json").write_text('{"do_lower_case": false}')
+    directory = tmp_path / "hub"
+    result = run_tool("install_hub_model.py", f"--init_checkpoint={cased}", "--seq_length=16",
+                      f"--hub_dir={directory}")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[0] == (
+        f"Installed bert_tf_L1_H16_A2_cased at {directory / 'bert_tf_L1_H16_A2_cased' / '1'}")
+    assert not tf.saved_model.load(
+        str(directory / "bert_tf_L1_H16_A2_cased" / "1")).do_lower_case.numpy()
+    assert list(install_model(str(cased), seq_length=16, directory=str(tmp_path / "api"))) == [
+        "bert_tf_L1_H16_A2_cased", "bert_tf_L1_H16_A2_cased_preprocess"]
+
+    before = _listing(directory)
+    result = run_tool("install_hub_model.py", f"--init_checkpoint={cased}", "--do_lower_case",
+                      "--seq_length=16", f"--hub_dir={directory}")
+    assert result.returncode == 1
+    assert result.stderr.splitlines()[0] == (
+        f"install_hub_model: error: --do_lower_case contradicts {cased}/tokenizer_config.json, "
+        f"which says do_lower_case false (the casing its model was trained with); drop "
+        f"--do_lower_case")
+    assert _listing(directory) == before
 
 
 def test_keras3_tfsm_layer_runs_the_installed_models_for_inference(model_dir, installed):
