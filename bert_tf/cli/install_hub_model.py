@@ -18,7 +18,8 @@ Example (Google's BERT-Base, uncased; or any checkpoint convert_checkpoint.py wr
 from absl import flags
 
 from bert_tf.cli.app import run_tool
-from bert_tf.cli.checkpoint_flags import define_checkpoint_flags, do_lower_case_from_flags
+from bert_tf.cli.checkpoint_flags import (checkpoint_vocab_file_from_flags,
+                                          define_checkpoint_flags, do_lower_case_from_flags)
 
 FLAGS = flags.FLAGS
 
@@ -39,7 +40,8 @@ def main():
     from bert_tf.hub import install_model
 
     installed = install_model(
-        FLAGS.init_checkpoint, name=FLAGS.name, vocab_file=FLAGS.vocab_file,
+        FLAGS.init_checkpoint, name=FLAGS.name,
+        vocab_file=checkpoint_vocab_file_from_flags(FLAGS.init_checkpoint),
         do_lower_case=do_lower_case_from_flags(FLAGS.init_checkpoint),
         bert_config_file=FLAGS.bert_config_file,
         seq_length=FLAGS.seq_length, directory=FLAGS.hub_dir)

@@ -133,12 +133,17 @@ def test_a_failed_install_leaves_the_model_directory_as_it_was(installed, tmp_pa
     before = _listing(directory)
     no_cls = tmp_path / "no_cls_vocab.txt"
     no_cls.write_text("".join(line for line in open(vocab_file) if line.strip() != "[CLS]"))
+    # Without a vocab.txt beside the checkpoint, --vocab_file is the only vocabulary.
+    no_vocab = shutil.copytree(checkpoint_dir, tmp_path / "no_vocab",
+                               ignore=shutil.ignore_patterns("vocab.txt"))
     limit = "seq_length must be between 3 and the encoder's max_position_embeddings (64), got"
-    for flags, error in [(["--seq_length=0"], f"{limit} 0."), (["--seq_length=65"], f"{limit} 65."),
-                         # The encoder exports fine, then its preprocessor fails.
-                         (["--seq_length=16", f"--vocab_file={no_cls}"],
-                          "The vocabulary (22 tokens) has no '[CLS]'")]:
-        result = run_tool("install_hub_model.py", f"--init_checkpoint={checkpoint_dir}",
+    for checkpoint, flags, error in [
+            (checkpoint_dir, ["--seq_length=0"], f"{limit} 0."),
+            (checkpoint_dir, ["--seq_length=65"], f"{limit} 65."),
+            # The encoder exports fine, then its preprocessor fails.
+            (no_vocab, ["--seq_length=16", f"--vocab_file={no_cls}"],
+             "The vocabulary (22 tokens) has no '[CLS]'")]:
+        result = run_tool("install_hub_model.py", f"--init_checkpoint={checkpoint}",
                           "--name=bert_tf_tiny", f"--hub_dir={directory}", *flags)
         assert result.returncode == 1, flags
         assert result.stderr.splitlines()[-1].startswith(f"install_hub_model: error: {error}")
@@ -149,6 +154,22 @@ def test_a_failed_install_leaves_the_model_directory_as_it_was(installed, tmp_pa
                          directory=directory) == {
         "bert_tf_tiny": os.path.join(directory, "bert_tf_tiny", "2"),
         "bert_tf_tiny_preprocess": os.path.join(directory, "bert_tf_tiny_preprocess", "2")}
+
+
+def test_install_refuses_a_vocab_file_other_than_the_checkpoints(installed, tmp_path):
+    """The same tokens in another order would give every word the id of another."""
+    checkpoint_dir, vocab_file = installed[1], installed[3]
+    shuffled = tmp_path / "shuffled_vocab.txt"
+    shuffled.write_text("".join(reversed(open(vocab_file).readlines())))
+    result = run_tool("install_hub_model.py", f"--init_checkpoint={checkpoint_dir}",
+                      f"--vocab_file={shuffled}", "--seq_length=16",
+                      f"--hub_dir={tmp_path / 'hub'}")
+    assert result.returncode == 1
+    assert result.stderr.splitlines()[0] == (
+        f"install_hub_model: error: --vocab_file is not the vocabulary of --init_checkpoint: "
+        f"{checkpoint_dir}/vocab.txt (23 tokens) is not {shuffled} (23 tokens; they differ from "
+        f"line 1); drop --vocab_file to use the checkpoint's")
+    assert not os.path.exists(tmp_path / "hub")
 
 
 @pytest.mark.parametrize("layers, hidden, heads, do_lower_case, name", [
