@@ -9,6 +9,7 @@ Example:
 import dataclasses
 
 from bert_tf.checkpoints import loading, sources, tf2
+from bert_tf.text.vocab_size import check_vocab_size
 
 
 @dataclasses.dataclass
@@ -33,7 +34,8 @@ class ConversionResult:
 
 def convert_checkpoint(checkpoint, output_dir, bert_config_file=None, do_lower_case=None):
     """Reads `checkpoint` (any format `detect_format` knows), checks that every encoder weight
-    is there with the right shape (else `CheckpointMismatchError` listing all problems), and
+    is there with the right shape (else `CheckpointMismatchError` listing all problems) and
+    that the config embeds every token of the vocab.txt beside it (`check_vocab_size`), and
     writes it with its heads, `bert_config.json`, `vocab.txt` and the casing
     (`tokenizer_config.json`) into `output_dir`, which must be new or empty (checked before
     anything is read). `do_lower_case` None records the casing stated beside `checkpoint`
@@ -42,6 +44,9 @@ def convert_checkpoint(checkpoint, output_dir, bert_config_file=None, do_lower_c
 
     tf2.check_new_output_dir(output_dir)
     weights = sources.read_weights(checkpoint, bert_config_file)
+    if weights.vocab_file:
+        check_vocab_size(weights.config, weights.vocab_file,
+                         bert_config_file or f"the config of {checkpoint}")
     if do_lower_case is None:
         do_lower_case = sources.stated_lower_case(checkpoint)
     encoder = BertEncoder(weights.config)

@@ -20,6 +20,7 @@ from bert_tf.export import export_encoder, write_versions
 from bert_tf.export.text_inputs import check_seq_length
 from bert_tf.models.bert_encoder import BertEncoder
 from bert_tf.models.bert_pretrainer import BertPretrainer
+from bert_tf.text.vocab_size import check_vocab_size
 from bert_tf.hub import model_dir
 from bert_tf.export.preprocessor_export import export_preprocessor
 
@@ -51,6 +52,8 @@ def install_model(init_checkpoint, name=None, vocab_file=None,
     config = read_config(init_checkpoint, bert_config_file)
     check_seq_length(seq_length, config.max_position_embeddings)
     vocab_file = vocab_file or vocab_beside_checkpoint(init_checkpoint)
+    # Ids past the embedding table would fail only later, in the user's model.
+    check_vocab_size(config, vocab_file, bert_config_file or f"the config of {init_checkpoint}")
     if do_lower_case is None:
         do_lower_case = stated_lower_case(init_checkpoint, default=True)
     model = load_model(init_checkpoint, BertPretrainer if has_pretraining_heads(init_checkpoint)

@@ -490,6 +490,20 @@ def test_conversion_carries_the_stated_casing_and_refuses_a_contradicting_flag(e
     assert _stated_casing(tmp_path / "google_unknown") is None
 
 
+def test_conversion_refuses_a_vocab_with_more_tokens_than_the_config_embeds(encoder, tmp_path):
+    prefix = write_google_checkpoint(str(tmp_path / "google"), google_arrays(encoder))
+    vocab_file = tmp_path / "google" / "vocab.txt"
+    with open(vocab_file, "a") as f:
+        f.write("".join(f"extra{i}\n" for i in range(5)))
+    with pytest.raises(ValueError) as error:
+        checkpoints.convert_checkpoint(prefix, str(tmp_path / "out"))
+    assert str(error.value) == (
+        f"the config of {prefix}: vocab_size 40 is smaller than the 45 tokens of {vocab_file}; "
+        f"the ids of the last 5 tokens have no embedding (use the config that belongs to this "
+        f"vocabulary)")
+    assert not os.path.exists(tmp_path / "out")
+
+
 # --- errors ---------------------------------------------------------------------------------------
 
 def test_missing_variables_and_wrong_shapes_are_listed_together(encoder, tmp_path):

@@ -4,6 +4,7 @@ them by name, without any network; names not installed say how to install; defau
 what is inside. (tests/hub/test_installed_names.py: the same in fresh processes, no bert_tf.)"""
 
 import os
+import re
 import shutil
 
 import numpy as np
@@ -169,6 +170,18 @@ def test_install_refuses_a_vocab_file_other_than_the_checkpoints(installed, tmp_
         f"install_hub_model: error: --vocab_file is not the vocabulary of --init_checkpoint: "
         f"{checkpoint_dir}/vocab.txt (23 tokens) is not {shuffled} (23 tokens; they differ from "
         f"line 1); drop --vocab_file to use the checkpoint's")
+    assert not os.path.exists(tmp_path / "hub")
+
+
+def test_install_refuses_a_vocab_with_more_tokens_than_the_encoder_embeds(installed, tmp_path):
+    """Their ids would pass the preprocessor and fail only in the user's model."""
+    checkpoint_dir = shutil.copytree(installed[1], tmp_path / "checkpoint")
+    with open(checkpoint_dir / "vocab.txt", "a") as f:
+        f.write("extra\n")
+    with pytest.raises(ValueError, match=re.escape(
+            f"the config of {checkpoint_dir}: vocab_size 23 is smaller than the 24 tokens of "
+            f"{checkpoint_dir}/vocab.txt; ")):
+        install_model(str(checkpoint_dir), seq_length=16, directory=str(tmp_path / "hub"))
     assert not os.path.exists(tmp_path / "hub")
 
 
