@@ -18,7 +18,7 @@ from absl import app, flags
 
 from bert_tf.cli.app import run_tool
 from bert_tf.cli.checkpoint_flags import define_do_lower_case_flag, do_lower_case_from_flags
-from bert_tf.cli.path_checks import output_dir_problem
+from bert_tf.cli.path_checks import input_file_problem, output_dir_problem
 
 FLAGS = flags.FLAGS
 
@@ -37,8 +37,11 @@ def define_flags():
 def main():
     from bert_tf.checkpoints import convert_checkpoint
 
-    if problem := output_dir_problem("output_dir", FLAGS.output_dir):
-        raise app.UsageError(problem)
+    problems = [output_dir_problem("output_dir", FLAGS.output_dir),
+                FLAGS.bert_config_file and input_file_problem("bert_config_file",
+                                                              FLAGS.bert_config_file)]
+    if problems := [problem for problem in problems if problem]:
+        raise app.UsageError("; ".join(problems))
     result = convert_checkpoint(FLAGS.checkpoint, FLAGS.output_dir, FLAGS.bert_config_file,
                                 do_lower_case_from_flags(FLAGS.checkpoint))
     c = result.config

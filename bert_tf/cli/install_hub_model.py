@@ -15,11 +15,12 @@ Example (Google's BERT-Base, uncased; or any checkpoint convert_checkpoint.py wr
     python -c 'import tensorflow_hub as hub; hub.KerasLayer("bert_tf_base")'
 """
 
-from absl import flags
+from absl import app, flags
 
 from bert_tf.cli.app import run_tool
 from bert_tf.cli.checkpoint_flags import (checkpoint_vocab_file_from_flags,
                                           define_checkpoint_flags, do_lower_case_from_flags)
+from bert_tf.cli.path_checks import input_file_problem
 
 FLAGS = flags.FLAGS
 
@@ -39,6 +40,9 @@ def define_flags():
 def main():
     from bert_tf.hub import install_model
 
+    if FLAGS.bert_config_file and (
+            problem := input_file_problem("bert_config_file", FLAGS.bert_config_file)):
+        raise app.UsageError(problem)
     installed = install_model(
         FLAGS.init_checkpoint, name=FLAGS.name,
         vocab_file=checkpoint_vocab_file_from_flags(FLAGS.init_checkpoint),

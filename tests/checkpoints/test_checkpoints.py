@@ -504,6 +504,17 @@ def test_conversion_refuses_a_vocab_with_more_tokens_than_the_config_embeds(enco
     assert not os.path.exists(tmp_path / "out")
 
 
+def test_the_tool_names_a_missing_config_file_with_its_flag_and_all_problems_at_once(tmp_path):
+    output_dir = tmp_path / "taken"
+    output_dir.write_text("not a directory")
+    run = run_tool("convert_checkpoint.py", f"--checkpoint={tmp_path}",
+                   f"--output_dir={output_dir}", f"--bert_config_file={tmp_path / 'no.json'}")
+    assert run.returncode == 1
+    assert run.stderr.splitlines()[0] == (
+        f"convert_checkpoint: error: --output_dir {output_dir} is a file, not a directory; "
+        f"--bert_config_file {tmp_path / 'no.json'} does not exist")
+
+
 # --- errors ---------------------------------------------------------------------------------------
 
 def test_missing_variables_and_wrong_shapes_are_listed_together(encoder, tmp_path):

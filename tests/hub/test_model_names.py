@@ -185,6 +185,15 @@ def test_install_refuses_a_vocab_with_more_tokens_than_the_encoder_embeds(instal
     assert not os.path.exists(tmp_path / "hub")
 
 
+def test_the_tool_names_a_missing_config_file_with_its_flag(installed, tmp_path):
+    result = run_tool("install_hub_model.py", f"--init_checkpoint={installed[1]}",
+                      f"--bert_config_file={tmp_path / 'no.json'}", f"--hub_dir={tmp_path}")
+    assert result.returncode == 1
+    assert result.stderr.splitlines()[0] == (
+        f"install_hub_model: error: --bert_config_file {tmp_path / 'no.json'} does not exist")
+    assert os.listdir(tmp_path) == []
+
+
 @pytest.mark.parametrize("layers, hidden, heads, do_lower_case, name", [
     (12, 768, 12, True, "bert_tf_base"),
     (24, 1024, 16, True, "bert_tf_large"),
