@@ -9,6 +9,7 @@ Example:
 import dataclasses
 
 from bert_tf.checkpoints import loading, sources, tf2
+from bert_tf.checkpoints import names as names_lib
 from bert_tf.text.vocab_size import check_vocab_size
 
 
@@ -44,6 +45,7 @@ def convert_checkpoint(checkpoint, output_dir, bert_config_file=None, do_lower_c
 
     tf2.check_new_output_dir(output_dir)
     weights = sources.read_weights(checkpoint, bert_config_file)
+    _check_no_layer_left_out(weights, bert_config_file)
     if weights.vocab_file:
         check_vocab_size(weights.config, weights.vocab_file,
                          bert_config_file or f"the config of {checkpoint}")
@@ -59,3 +61,16 @@ def convert_checkpoint(checkpoint, output_dir, bert_config_file=None, do_lower_c
                             parameters=encoder.count_params(), heads=sorted(heads),
                             vocab_file=weights.vocab_file, do_lower_case=do_lower_case,
                             ignored=weights.ignored, unused=weights.unused)
+
+
+def _check_no_layer_left_out(weights, bert_config_file):
+    """Raises ValueError when the source has transformer layers beyond the config's: with a
+    config of fewer layers, the conversion would silently write a shallower model."""
+    found = names_lib.layer_count(weights.unused)
+    layers = weights.config.num_hidden_layers
+    if found > layers:
+        config = bert_config_file or "the config beside it"
+        raise ValueError(
+            f"{weights.source} has {found} transformer layers, but {config} has "
+            f"num_hidden_layers {layers}: the conversion would leave out the last "
+            f"{found - layers}; use the config the checkpoint was trained with")
