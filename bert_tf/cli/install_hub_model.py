@@ -28,8 +28,9 @@ FLAGS = flags.FLAGS
 def define_flags():
     define_checkpoint_flags("Checkpoint directory or prefix: this package's, Google's or "
                             "Hugging Face's.")
-    flags.DEFINE_string("name", None, "Short model name, bert_tf_...; default: from the config "
-                        "(bert_tf_base, bert_tf_L4_H256, bert_tf_L6_H384_A12_cased, ...).")
+    flags.DEFINE_string("name", None, "Short model name, bert_tf_... (its preprocessor gets "
+                        "<name>_preprocess); default: from the config (bert_tf_base, "
+                        "bert_tf_L4_H256, bert_tf_L6_H384_A12_cased, ...).")
     flags.DEFINE_integer("seq_length", 128, "The preprocessor's packed sequence length: 3 to "
                          "the encoder's max_position_embeddings.")
     flags.DEFINE_string("hub_dir", None, "Model directory; defaults to $BERT_TF_HUB_DIR or "

@@ -49,6 +49,13 @@ def install_model(init_checkpoint, name=None, vocab_file=None,
     """
     if name is not None:
         model_dir.model_base_path(name, directory)  # a bad name fails before any loading
+        if name.endswith(model_dir.PREPROCESS_SUFFIX):
+            # The encoder would become the newest version of another encoder's preprocessor.
+            encoder_name = name[:-len(model_dir.PREPROCESS_SUFFIX)]
+            raise ValueError(f"{name!r} is the name of {encoder_name!r}'s preprocessor: install "
+                             f"the encoder as {encoder_name!r} (its preprocessor gets {name!r}), "
+                             f"or choose a name that does not end in "
+                             f"{model_dir.PREPROCESS_SUFFIX!r}.")
     config = read_config(init_checkpoint, bert_config_file)
     check_seq_length(seq_length, config.max_position_embeddings)
     vocab_file = vocab_file or vocab_beside_checkpoint(init_checkpoint)

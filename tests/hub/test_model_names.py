@@ -114,6 +114,17 @@ def test_install_refuses_a_bad_name_before_exporting(installed, tmp_path):
     assert os.listdir(tmp_path) == []
 
 
+def test_install_refuses_the_name_of_a_preprocessor(installed, tmp_path):
+    """Installed, the encoder would be the newest bert_tf_base_preprocess."""
+    with pytest.raises(ValueError) as error:
+        install_model(installed[1], name="bert_tf_base_preprocess", directory=str(tmp_path))
+    assert str(error.value) == (
+        "'bert_tf_base_preprocess' is the name of 'bert_tf_base''s preprocessor: install the "
+        "encoder as 'bert_tf_base' (its preprocessor gets 'bert_tf_base_preprocess'), or "
+        "choose a name that does not end in '_preprocess'.")
+    assert os.listdir(tmp_path) == []
+
+
 def test_install_reports_a_missing_checkpoint_before_creating_anything(tmp_path):
     with pytest.raises(FileNotFoundError, match=f"No checkpoint at {tmp_path}/nothing"):
         install_model(str(tmp_path / "nothing"), directory=str(tmp_path / "hub"))
