@@ -267,7 +267,8 @@ def _safetensors_files(resolved):
     if resolved.endswith(".index.json"):
         index = read_json_file(resolved)
         weight_map = index.get("weight_map") if isinstance(index, dict) else None
-        if not isinstance(weight_map, dict):
+        if not isinstance(weight_map, dict) or not all(
+                isinstance(shard, str) for shard in weight_map.values()):
             raise DamagedCheckpointError(f"{resolved} has no `weight_map` object naming the "
                                          f"shard of each tensor")
         directory = os.path.dirname(resolved)
