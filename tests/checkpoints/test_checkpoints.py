@@ -18,6 +18,7 @@ import tensorflow as tf
 
 from bert_tf import BertConfig, BertEncoder, checkpoints
 from bert_tf.checkpoints import CheckpointMismatchError, UnsupportedCheckpointError
+from tests.cli.test_path_checks import error_output
 from tests.resources import REPO_ROOT
 from tests.tools.tool_runs import run_tool
 
@@ -472,11 +473,10 @@ def test_conversion_carries_the_stated_casing_and_refuses_a_contradicting_flag(e
 
     run = run_tool("convert_checkpoint.py", f"--checkpoint={cased}",
                    f"--output_dir={tmp_path / 'refused'}", "--do_lower_case")
-    assert run.returncode == 1
-    assert run.stderr.splitlines()[0] == (
+    assert error_output(run) == (
         f"convert_checkpoint: error: --do_lower_case contradicts {cased}/tokenizer_config.json, "
         f"which says do_lower_case false (the casing its model was trained with); drop "
-        f"--do_lower_case")
+        f"--do_lower_case (--helpshort lists the flags)")
     assert not os.path.exists(tmp_path / "refused")
 
     # Google's downloads state nothing: the flag records the casing, and without it none is.
@@ -509,10 +509,9 @@ def test_the_tool_names_a_missing_config_file_with_its_flag_and_all_problems_at_
     output_dir.write_text("not a directory")
     run = run_tool("convert_checkpoint.py", f"--checkpoint={tmp_path}",
                    f"--output_dir={output_dir}", f"--bert_config_file={tmp_path / 'no.json'}")
-    assert run.returncode == 1
-    assert run.stderr.splitlines()[0] == (
+    assert error_output(run) == (
         f"convert_checkpoint: error: --output_dir {output_dir} is a file, not a directory; "
-        f"--bert_config_file {tmp_path / 'no.json'} does not exist")
+        f"--bert_config_file {tmp_path / 'no.json'} does not exist (--helpshort lists the flags)")
 
 
 # --- errors ---------------------------------------------------------------------------------------
