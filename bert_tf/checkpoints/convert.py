@@ -9,13 +9,16 @@ Example:
 import dataclasses
 
 from bert_tf.checkpoints import loading, sources, tf2
+from bert_tf.checkpoints import names as names_lib
+from bert_tf.text.vocab_size import check_vocab_size
 
 
 @dataclasses.dataclass
 class ConversionResult:
     """What `convert_checkpoint` wrote: the output `prefix`, the source `format` and path, the
     `config`, the number of encoder weights, the head names carried over, the copied vocab
-    (or None), the source tensors `ignored` (optimizer slots...) and `unused` (unknown)."""
+    (or None), the casing recorded (or None), the source tensors `ignored` (optimizer
+    slots...) and `unused` (unknown)."""
 
     prefix: str
     format: str
@@ -25,25 +28,49 @@ class ConversionResult:
     parameters: int
     heads: list
     vocab_file: str
+    do_lower_case: bool
     ignored: list
     unused: list
 
 
-def convert_checkpoint(checkpoint, output_dir, bert_config_file=None):
+def convert_checkpoint(checkpoint, output_dir, bert_config_file=None, do_lower_case=None):
     """Reads `checkpoint` (any format `detect_format` knows), checks that every encoder weight
-    is there with the right shape (else `CheckpointMismatchError` listing all problems), and
-    writes it with its heads, `bert_config.json` and `vocab.txt` into `output_dir`, which must
-    be new or empty (checked before anything is read)."""
+    is there with the right shape (else `CheckpointMismatchError` listing all problems) and
+    that the config embeds every token of the vocab.txt beside it (`check_vocab_size`), and
+    writes it with its heads, `bert_config.json`, `vocab.txt` and the casing
+    (`tokenizer_config.json`) into `output_dir`, which must be new or empty (checked before
+    anything is read). `do_lower_case` None records the casing stated beside `checkpoint`
+    (`sources.stated_lower_case`), or none when none is."""
     from bert_tf.models.bert_encoder import BertEncoder
 
     tf2.check_new_output_dir(output_dir)
     weights = sources.read_weights(checkpoint, bert_config_file)
+    _check_no_layer_left_out(weights, bert_config_file)
+    if weights.vocab_file:
+        check_vocab_size(weights.config, weights.vocab_file,
+                         bert_config_file or f"the config of {checkpoint}")
+    if do_lower_case is None:
+        do_lower_case = sources.stated_lower_case(checkpoint)
     encoder = BertEncoder(weights.config)
     loaded = loading.load_encoder_weights(encoder, weights.arrays, source=weights.source)
     heads = weights.heads
-    prefix = tf2.save_checkpoint(output_dir, encoder, heads=heads, vocab_file=weights.vocab_file)
+    prefix = tf2.save_checkpoint(output_dir, encoder, heads=heads, vocab_file=weights.vocab_file,
+                                 do_lower_case=do_lower_case)
     return ConversionResult(prefix=prefix, format=weights.format, source=weights.source,
                             config=weights.config, encoder_weights=len(loaded),
                             parameters=encoder.count_params(), heads=sorted(heads),
-                            vocab_file=weights.vocab_file, ignored=weights.ignored,
-                            unused=weights.unused)
+                            vocab_file=weights.vocab_file, do_lower_case=do_lower_case,
+                            ignored=weights.ignored, unused=weights.unused)
+
+
+def _check_no_layer_left_out(weights, bert_config_file):
+    """Raises ValueError when the source has transformer layers beyond the config's: with a
+    config of fewer layers, the conversion would silently write a shallower model."""
+    found = names_lib.layer_count(weights.unused)
+    layers = weights.config.num_hidden_layers
+    if found > layers:
+        config = bert_config_file or "the config beside it"
+        raise ValueError(
+            f"{weights.source} has {found} transformer layers, but {config} has "
+            f"num_hidden_layers {layers}: the conversion would leave out the last "
+            f"{found - layers}; use the config the checkpoint was trained with")

@@ -18,7 +18,8 @@ A checkpoint is `tf.train.Checkpoint(**objects)` where `objects` holds, by key:
   dropout_rng        the dropout layers' random-number states (resumed jobs draw the same masks)
 
 On disk: `DIR/ckpt-N.index`, `DIR/ckpt-N.data-*`, `DIR/checkpoint` (the state file naming the
-latest), `DIR/bert_config.json` and, when known, `DIR/vocab.txt`.
+latest), `DIR/bert_config.json` and, when known, `DIR/vocab.txt` and `DIR/tokenizer_config.json`
+(the casing, `{"do_lower_case": ...}`).
 
 Example:
     >>> checkpoint = training_checkpoint(encoder=encoder, task_model=classifier,
@@ -57,6 +58,9 @@ CHECKPOINT_NAME = "ckpt"
 # Beside the checkpoints: what makes a directory complete for every tool's --init_checkpoint.
 CONFIG_FILE = "bert_config.json"
 VOCAB_FILE = "vocab.txt"
+# Hugging Face's tokenizer settings; its `do_lower_case` states the casing the vocabulary was
+# built and the model trained with (conversions and fine-tuning runs write one too).
+TOKENIZER_CONFIG_FILE = "tokenizer_config.json"
 
 
 def training_checkpoint(encoder, heads=None, task_model=None, optimizer=None, step=None,

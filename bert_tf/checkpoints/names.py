@@ -148,6 +148,23 @@ def hf_names(google_name):
     return [".".join(parts)]
 
 
+# A transformer layer's weight in Google's names (`bert/encoder/layer_3/...`) or Hugging Face's
+# (`encoder.layer.3....`, with or without `bert.`).
+_LAYER_WEIGHT = re.compile(r"(?:^|[/.])encoder[/.]layer[_.](\d+)[/.]")
+
+
+def layer_count(names):
+    """How many transformer layers the weight `names` (Google's or Hugging Face's) reach: one
+    more than the highest layer index among them, 0 for none.
+
+    Example:
+        >>> layer_count(["bert/encoder/layer_11/output/dense/bias", "encoder.layer.2.output"])
+        12
+    """
+    found = [int(match.group(1)) for match in map(_LAYER_WEIGHT.search, names) if match]
+    return max(found) + 1 if found else 0
+
+
 def is_optimizer_or_bookkeeping(google_style_name):
     """Names in a TF1 checkpoint that are not model weights: optimizer slots and counters."""
     last = google_style_name.rsplit("/", 1)[-1]

@@ -33,9 +33,7 @@ FORMATS = (GOOGLE, HUGGING_FACE, BERT_TF)
 HUGGING_FACE_CONFIG_FILE = "config.json"
 # A Hugging Face model's weights in a directory: read before any TF checkpoint there.
 HUGGING_FACE_WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json")
-# Hugging Face's tokenizer settings beside a checkpoint; its `do_lower_case` states the casing
-# the vocabulary was built and the model trained with (fine-tuning tools write one too).
-TOKENIZER_CONFIG_FILE = "tokenizer_config.json"
+TOKENIZER_CONFIG_FILE = layout.TOKENIZER_CONFIG_FILE
 
 _PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".pkl", ".pickle")
 
@@ -234,6 +232,18 @@ def lower_case_beside_checkpoint(path):
     return (lower_case, tokenizer_config) if isinstance(lower_case, bool) else None
 
 
+def stated_lower_case(path, default=None):
+    """The casing `lower_case_beside_checkpoint` finds stated beside a checkpoint, else
+    `default`.
+
+    Example:
+        >>> stated_lower_case("bert-base-cased", default=True)    # a Hugging Face directory
+        False
+    """
+    stated = lower_case_beside_checkpoint(path)
+    return stated[0] if stated else default
+
+
 def _known_names(config):
     return names_lib.encoder_weight_names(config.num_hidden_layers) + list(
         names_lib.PRETRAINING_HEAD_NAMES)
@@ -257,7 +267,8 @@ def _safetensors_files(resolved):
     if resolved.endswith(".index.json"):
         index = read_json_file(resolved)
         weight_map = index.get("weight_map") if isinstance(index, dict) else None
-        if not isinstance(weight_map, dict):
+        if not isinstance(weight_map, dict) or not all(
+                isinstance(shard, str) for shard in weight_map.values()):
             raise DamagedCheckpointError(f"{resolved} has no `weight_map` object naming the "
                                          f"shard of each tensor")
         directory = os.path.dirname(resolved)

@@ -10,6 +10,7 @@ Example:
     >>> arrays, ignored, unused = read_arrays("/tmp/mini/ckpt-1", encoder.config)
 """
 
+import json
 import os
 
 import numpy as np
@@ -76,12 +77,13 @@ def check_new_output_dir(output_dir, vocab_file=None):
                               f"into a new or empty directory")
 
 
-def save_checkpoint(output_dir, encoder, heads=None, vocab_file=None):
+def save_checkpoint(output_dir, encoder, heads=None, vocab_file=None, do_lower_case=None):
     """Writes `encoder` (and `heads`, Google-named arrays) as this package's checkpoint.
 
-    Writes `output_dir/ckpt-1.*`, the `checkpoint` state file, `bert_config.json` and a copy of
-    `vocab_file`. Refuses a directory that holds anything else (`check_new_output_dir`):
-    nothing is overwritten. Returns the checkpoint prefix.
+    Writes `output_dir/ckpt-1.*`, the `checkpoint` state file and `write_model_files`' files
+    (`bert_config.json`, a copy of `vocab_file`, the casing `do_lower_case` unless None).
+    Refuses a directory that holds anything else (`check_new_output_dir`): nothing is
+    overwritten. Returns the checkpoint prefix.
     """
     output_dir = os.fspath(output_dir)
     check_new_output_dir(output_dir, vocab_file)
@@ -89,18 +91,19 @@ def save_checkpoint(output_dir, encoder, heads=None, vocab_file=None):
     checkpoint = layout.training_checkpoint(encoder, heads={
         name: np.asarray(value, np.float32) for name, value in (heads or {}).items()})
     prefix = layout.checkpoint_manager(checkpoint, output_dir, max_to_keep=1).save()
-    write_model_files(output_dir, encoder.config, vocab_file)
+    write_model_files(output_dir, encoder.config, vocab_file, do_lower_case)
     return prefix
 
 
-def write_model_files(output_dir, config, vocab_file=None):
-    """Writes `bert_config.json` (of `config`) and a copy of `vocab_file` into `output_dir`
-    (created if needed): what makes the checkpoints there complete for every tool's
-    `--init_checkpoint=output_dir`. A `vocab_file` already in place is left alone. Local or
-    remote (`gs://...`) paths.
+def write_model_files(output_dir, config, vocab_file=None, do_lower_case=None):
+    """Writes `bert_config.json` (of `config`), a copy of `vocab_file` and, unless
+    `do_lower_case` is None, `tokenizer_config.json` stating the casing (Hugging Face's
+    `{"do_lower_case": ...}`) into `output_dir` (created if needed): what makes the checkpoints
+    there complete for every tool's `--init_checkpoint=output_dir`, casing included. A
+    `vocab_file` already in place is left alone. Local or remote (`gs://...`) paths.
 
     Example:
-        >>> write_model_files("/tmp/finetuned", encoder.config, "converted/vocab.txt")
+        >>> write_model_files("/tmp/finetuned", encoder.config, "converted/vocab.txt", True)
     """
     file_io.makedirs(output_dir)
     config.to_json_file(os.path.join(output_dir, layout.CONFIG_FILE))
@@ -108,3 +111,7 @@ def write_model_files(output_dir, config, vocab_file=None):
         target = os.path.join(output_dir, layout.VOCAB_FILE)
         if os.path.abspath(vocab_file) != os.path.abspath(target):
             file_io.copy_file(vocab_file, target)
+    if do_lower_case is not None:
+        with file_io.open_file(os.path.join(output_dir, layout.TOKENIZER_CONFIG_FILE), "w") as f:
+            json.dump({"do_lower_case": bool(do_lower_case)}, f, indent=2)
+            f.write("\n")

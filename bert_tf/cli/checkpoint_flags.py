@@ -22,11 +22,18 @@ def define_checkpoint_flags(init_checkpoint_help):
                         "the one beside --init_checkpoint.")
     flags.DEFINE_string("vocab_file", None, "vocab.txt; defaults to the one beside "
                         "--init_checkpoint, and must hold the same tokens when there is one.")
-    flags.DEFINE_bool("do_lower_case", True, "Lower-case and strip accents (uncased "
-                      "vocabularies); --nodo_lower_case for cased ones. Defaults to the casing "
-                      "the tokenizer_config.json beside --init_checkpoint states (Hugging "
-                      "Face's, or a fine-tuning run's), which a given value must not "
-                      "contradict.")
+    define_do_lower_case_flag("init_checkpoint")
+
+
+def define_do_lower_case_flag(checkpoint_flag, default=True):
+    """Defines --do_lower_case, whose default is the casing stated beside --`checkpoint_flag`
+    (see `do_lower_case_from_flags`), else `default` (None: not known)."""
+    otherwise = "" if default is None else f", else {str(default).lower()}"
+    flags.DEFINE_bool("do_lower_case", default, f"Lower-case and strip accents (uncased "
+                      f"vocabularies); --nodo_lower_case for cased ones. Defaults to the casing "
+                      f"the tokenizer_config.json beside --{checkpoint_flag} states (Hugging "
+                      f"Face's, or a fine-tuning run's or conversion's){otherwise}, which a "
+                      f"given value must not contradict.")
 
 
 def checkpoint_vocab_file_from_flags(init_checkpoint):
@@ -50,7 +57,8 @@ def checkpoint_vocab_file_from_flags(init_checkpoint):
 
 def do_lower_case_from_flags(init_checkpoint, output_dir=None):
     """--do_lower_case when given, else the casing stated beside `init_checkpoint` or a run in
-    `output_dir` (`lower_case_beside_checkpoint`), else True. Raises `app.UsageError` naming
+    `output_dir` (`lower_case_beside_checkpoint`), else the flag's default (True, or None for
+    not known: `define_do_lower_case_flag`). Raises `app.UsageError` naming
     both when a given value contradicts a stated one, or the two disagree: text cased otherwise
     than in training turns into other word pieces."""
     from bert_tf.checkpoints.sources import lower_case_beside_checkpoint

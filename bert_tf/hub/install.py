@@ -15,16 +15,18 @@ Example:
 
 from bert_tf.checkpoints import (has_pretraining_heads, load_model, read_config,
                                  vocab_beside_checkpoint)
+from bert_tf.checkpoints.sources import stated_lower_case
 from bert_tf.export import export_encoder, write_versions
 from bert_tf.export.text_inputs import check_seq_length
 from bert_tf.models.bert_encoder import BertEncoder
 from bert_tf.models.bert_pretrainer import BertPretrainer
+from bert_tf.text.vocab_size import check_vocab_size
 from bert_tf.hub import model_dir
 from bert_tf.export.preprocessor_export import export_preprocessor
 
 
 def install_model(init_checkpoint, name=None, vocab_file=None,
-                  do_lower_case=True, bert_config_file=None, seq_length=128, directory=None):
+                  do_lower_case=None, bert_config_file=None, seq_length=128, directory=None):
     """Exports `name` and `name + "_preprocess"` into the model directory, both or neither,
     under the same version number (see `write_versions`).
 
@@ -34,7 +36,9 @@ def install_model(init_checkpoint, name=None, vocab_file=None,
         name: the short name, "bert_tf_..."; by default derived from the config
             ("bert_tf_base", "bert_tf_L4_H256", "bert_tf_L6_H384_A12_cased", ...).
         vocab_file: the vocabulary; defaults to the vocab.txt beside the checkpoint.
-        do_lower_case: whether the vocabulary is uncased.
+        do_lower_case: whether the vocabulary is uncased; by default the casing the
+            tokenizer_config.json beside the checkpoint states (Hugging Face's, or one a
+            conversion or fine-tuning run wrote), else True.
         bert_config_file: the config, when it is not beside the checkpoint.
         seq_length: the preprocessor's default packed length, at most the encoder's
             `max_position_embeddings`.
@@ -45,9 +49,20 @@ def install_model(init_checkpoint, name=None, vocab_file=None,
     """
     if name is not None:
         model_dir.model_base_path(name, directory)  # a bad name fails before any loading
+        if name.endswith(model_dir.PREPROCESS_SUFFIX):
+            # The encoder would become the newest version of another encoder's preprocessor.
+            encoder_name = name[:-len(model_dir.PREPROCESS_SUFFIX)]
+            raise ValueError(f"{name!r} is the name of {encoder_name!r}'s preprocessor: install "
+                             f"the encoder as {encoder_name!r} (its preprocessor gets {name!r}), "
+                             f"or choose a name that does not end in "
+                             f"{model_dir.PREPROCESS_SUFFIX!r}.")
     config = read_config(init_checkpoint, bert_config_file)
     check_seq_length(seq_length, config.max_position_embeddings)
     vocab_file = vocab_file or vocab_beside_checkpoint(init_checkpoint)
+    # Ids past the embedding table would fail only later, in the user's model.
+    check_vocab_size(config, vocab_file, bert_config_file or f"the config of {init_checkpoint}")
+    if do_lower_case is None:
+        do_lower_case = stated_lower_case(init_checkpoint, default=True)
     model = load_model(init_checkpoint, BertPretrainer if has_pretraining_heads(init_checkpoint)
                        else BertEncoder, config=config)
     name = name or model_dir.default_model_name(config, do_lower_case)

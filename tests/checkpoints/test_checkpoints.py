@@ -18,7 +18,9 @@ import tensorflow as tf
 
 from bert_tf import BertConfig, BertEncoder, checkpoints
 from bert_tf.checkpoints import CheckpointMismatchError, UnsupportedCheckpointError
+from tests.cli.test_path_checks import error_output
 from tests.resources import REPO_ROOT
+from tests.tools.tool_runs import run_tool
 
 SMALL = BertConfig(vocab_size=40, hidden_size=16, num_hidden_layers=2, num_attention_heads=4,
                    intermediate_size=24, max_position_embeddings=20)
@@ -453,6 +455,65 @@ def test_the_tool_refuses_an_output_directory_with_files_in_it(encoder, tmp_path
     assert {path.name: path.read_text() for path in output_dir.iterdir()} == own
 
 
+def _stated_casing(directory):
+    path = os.path.join(directory, "tokenizer_config.json")
+    return json.load(open(path)) if os.path.exists(path) else None
+
+
+def test_conversion_carries_the_stated_casing_and_refuses_a_contradicting_flag(encoder,
+                                                                                tmp_path):
+    """Hugging Face states its casing in tokenizer_config.json: the conversion records it as
+    fine-tuning runs do, so that every tool reading the converted checkpoint follows it."""
+    cased = write_hf_directory(str(tmp_path / "hf_cased"), google_arrays(encoder))
+    with open(os.path.join(cased, "tokenizer_config.json"), "w") as f:
+        json.dump({"do_lower_case": False, "tokenizer_class": "BertTokenizer"}, f)
+    result = checkpoints.convert_checkpoint(cased, str(tmp_path / "from_hf"))
+    assert result.do_lower_case is False
+    assert _stated_casing(tmp_path / "from_hf") == {"do_lower_case": False}
+
+    run = run_tool("convert_checkpoint.py", f"--checkpoint={cased}",
+                   f"--output_dir={tmp_path / 'refused'}", "--do_lower_case")
+    assert error_output(run) == (
+        f"convert_checkpoint: error: --do_lower_case contradicts {cased}/tokenizer_config.json, "
+        f"which says do_lower_case false (the casing its model was trained with); drop "
+        f"--do_lower_case (--helpshort lists the flags)")
+    assert not os.path.exists(tmp_path / "refused")
+
+    # Google's downloads state nothing: the flag records the casing, and without it none is.
+    prefix = write_google_checkpoint(str(tmp_path / "google"), google_arrays(encoder))
+    run = run_tool("convert_checkpoint.py", f"--checkpoint={prefix}",
+                   f"--output_dir={tmp_path / 'google_cased'}", "--nodo_lower_case")
+    assert run.returncode == 0, run.stderr
+    assert "  casing: do_lower_case false" in run.stdout.splitlines()
+    assert _stated_casing(tmp_path / "google_cased") == {"do_lower_case": False}
+    checkpoints.convert_checkpoint(prefix, str(tmp_path / "google_unknown"))
+    assert _stated_casing(tmp_path / "google_unknown") is None
+
+
+def test_conversion_refuses_a_vocab_with_more_tokens_than_the_config_embeds(encoder, tmp_path):
+    prefix = write_google_checkpoint(str(tmp_path / "google"), google_arrays(encoder))
+    vocab_file = tmp_path / "google" / "vocab.txt"
+    with open(vocab_file, "a") as f:
+        f.write("".join(f"extra{i}\n" for i in range(5)))
+    with pytest.raises(ValueError) as error:
+        checkpoints.convert_checkpoint(prefix, str(tmp_path / "out"))
+    assert str(error.value) == (
+        f"the config of {prefix}: vocab_size 40 is smaller than the 45 tokens of {vocab_file}; "
+        f"the ids of the last 5 tokens have no embedding (use the config that belongs to this "
+        f"vocabulary)")
+    assert not os.path.exists(tmp_path / "out")
+
+
+def test_the_tool_names_a_missing_config_file_with_its_flag_and_all_problems_at_once(tmp_path):
+    output_dir = tmp_path / "taken"
+    output_dir.write_text("not a directory")
+    run = run_tool("convert_checkpoint.py", f"--checkpoint={tmp_path}",
+                   f"--output_dir={output_dir}", f"--bert_config_file={tmp_path / 'no.json'}")
+    assert error_output(run) == (
+        f"convert_checkpoint: error: --output_dir {output_dir} is a file, not a directory; "
+        f"--bert_config_file {tmp_path / 'no.json'} does not exist (--helpshort lists the flags)")
+
+
 # --- errors ---------------------------------------------------------------------------------------
 
 def test_missing_variables_and_wrong_shapes_are_listed_together(encoder, tmp_path):
@@ -486,6 +547,24 @@ def test_wrong_config_file_fails_the_conversion_with_the_listing(encoder, tmp_pa
     assert ("bert/pooler/dense/kernel", (32, 32), (16, 16)) in [
         (name, tuple(expected), tuple(found)) for name, expected, found in error.value.mismatched]
     assert not os.path.exists(tmp_path / "out" / "checkpoint")
+
+
+@pytest.mark.parametrize("source_format", ["google", "huggingface"])
+def test_a_config_of_fewer_layers_fails_the_conversion(encoder, tmp_path, source_format):
+    """Read with a one-layer config, the two-layer checkpoint's second layer would be dropped
+    from the converted model (loading into a shallower model on purpose stays possible)."""
+    arrays = google_arrays(encoder)
+    source = (write_google_checkpoint(str(tmp_path / "google"), arrays)
+              if source_format == "google" else
+              os.path.join(write_hf_directory(str(tmp_path / "hf"), arrays), "model.safetensors"))
+    config_file = str(tmp_path / "one_layer.json")
+    BertConfig.from_dict(dict(SMALL.to_dict(), num_hidden_layers=1)).to_json_file(config_file)
+    with pytest.raises(ValueError) as error:
+        checkpoints.convert_checkpoint(source, str(tmp_path / "out"), config_file)
+    assert str(error.value) == (
+        f"{source} has 2 transformer layers, but {config_file} has num_hidden_layers 1: the "
+        f"conversion would leave out the last 1; use the config the checkpoint was trained with")
+    assert not os.path.exists(tmp_path / "out")
 
 
 def test_pytorch_pickles_are_refused_without_unpickling(tmp_path):

@@ -61,6 +61,20 @@ def test_a_damaged_safetensors_file_is_named(hf_file, tmp_path, damage, detail):
     assert detail in message and "truncated" in message
 
 
+@pytest.mark.parametrize("index", [[1, 2], {"weight_map": {"bert.pooler.dense.bias": 5}},
+                                   {"weight_map": {"bert.pooler.dense.bias": None}}])
+def test_a_sharded_index_without_shard_file_names_is_named(tmp_path, index):
+    directory = write_hf_directory(str(tmp_path), {})
+    os.remove(os.path.join(directory, "model.safetensors"))
+    path = os.path.join(directory, "model.safetensors.index.json")
+    with open(path, "w") as f:
+        json.dump(index, f)
+    with pytest.raises(DamagedCheckpointError) as error:
+        read_weights(directory)
+    assert one_line(error) == (f"{path} has no `weight_map` object naming the shard of each "
+                               f"tensor")
+
+
 def test_a_damaged_tf_checkpoint_index_or_data_file_is_named(tmp_path):
     prefix = write_google_checkpoint(str(tmp_path), google_arrays(random_encoder()))
     with open(prefix + ".index", "rb") as f:

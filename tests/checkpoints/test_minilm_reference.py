@@ -78,6 +78,8 @@ def test_minilm_converted_to_tf2_checkpoint_matches_transformers(model_dir, refe
     assert result.unused == [] and result.ignored == ["embeddings.position_ids"]
     assert sorted(os.listdir(tmp_path / "minilm")) == [
         "bert_config.json", "checkpoint", "ckpt-1.data-00000-of-00001", "ckpt-1.index",
-        "vocab.txt"]
+        "tokenizer_config.json", "vocab.txt"]
+    # The casing its tokenizer_config.json states (uncased) goes with it.
+    assert result.do_lower_case is True
     encoder = checkpoints.load_model(str(tmp_path / "minilm"))
     _assert_matches_reference(tf.function(encoder)(_inputs(reference)), reference)

@@ -4,6 +4,8 @@ them by name, without any network; names not installed say how to install; defau
 what is inside. (tests/hub/test_installed_names.py: the same in fresh processes, no bert_tf.)"""
 
 import os
+import re
+import shutil
 
 import numpy as np
 import pytest
@@ -16,6 +18,7 @@ from bert_tf.hub import (HUB_DIR_ENV, ModelNotInstalledError, default_model_name
                          install_model, register_resolver)
 from bert_tf_hub_names import ModelNameResolver
 from bert_tf.text.bert_preprocessor import BertPreprocessor
+from tests.cli.test_path_checks import error_output
 from tests.export.tiny_models import encoder_inputs
 from tests.hub.tiny_install import install_tiny_model
 from tests.tools.tool_runs import run_tool
@@ -112,6 +115,17 @@ def test_install_refuses_a_bad_name_before_exporting(installed, tmp_path):
     assert os.listdir(tmp_path) == []
 
 
+def test_install_refuses_the_name_of_a_preprocessor(installed, tmp_path):
+    """Installed, the encoder would be the newest bert_tf_base_preprocess."""
+    with pytest.raises(ValueError) as error:
+        install_model(installed[1], name="bert_tf_base_preprocess", directory=str(tmp_path))
+    assert str(error.value) == (
+        "'bert_tf_base_preprocess' is the name of 'bert_tf_base''s preprocessor: install the "
+        "encoder as 'bert_tf_base' (its preprocessor gets 'bert_tf_base_preprocess'), or "
+        "choose a name that does not end in '_preprocess'.")
+    assert os.listdir(tmp_path) == []
+
+
 def test_install_reports_a_missing_checkpoint_before_creating_anything(tmp_path):
     with pytest.raises(FileNotFoundError, match=f"No checkpoint at {tmp_path}/nothing"):
         install_model(str(tmp_path / "nothing"), directory=str(tmp_path / "hub"))
@@ -132,12 +146,17 @@ def test_a_failed_install_leaves_the_model_directory_as_it_was(installed, tmp_pa
     before = _listing(directory)
     no_cls = tmp_path / "no_cls_vocab.txt"
     no_cls.write_text("".join(line for line in open(vocab_file) if line.strip() != "[CLS]"))
+    # Without a vocab.txt beside the checkpoint, --vocab_file is the only vocabulary.
+    no_vocab = shutil.copytree(checkpoint_dir, tmp_path / "no_vocab",
+                               ignore=shutil.ignore_patterns("vocab.txt"))
     limit = "seq_length must be between 3 and the encoder's max_position_embeddings (64), got"
-    for flags, error in [(["--seq_length=0"], f"{limit} 0."), (["--seq_length=65"], f"{limit} 65."),
-                         # The encoder exports fine, then its preprocessor fails.
-                         (["--seq_length=16", f"--vocab_file={no_cls}"],
-                          "The vocabulary (22 tokens) has no '[CLS]'")]:
-        result = run_tool("install_hub_model.py", f"--init_checkpoint={checkpoint_dir}",
+    for checkpoint, flags, error in [
+            (checkpoint_dir, ["--seq_length=0"], f"{limit} 0."),
+            (checkpoint_dir, ["--seq_length=65"], f"{limit} 65."),
+            # The encoder exports fine, then its preprocessor fails.
+            (no_vocab, ["--seq_length=16", f"--vocab_file={no_cls}"],
+             "The vocabulary (22 tokens) has no '[CLS]'")]:
+        result = run_tool("install_hub_model.py", f"--init_checkpoint={checkpoint}",
                           "--name=bert_tf_tiny", f"--hub_dir={directory}", *flags)
         assert result.returncode == 1, flags
         assert result.stderr.splitlines()[-1].startswith(f"install_hub_model: error: {error}")
@@ -148,6 +167,42 @@ def test_a_failed_install_leaves_the_model_directory_as_it_was(installed, tmp_pa
                          directory=directory) == {
         "bert_tf_tiny": os.path.join(directory, "bert_tf_tiny", "2"),
         "bert_tf_tiny_preprocess": os.path.join(directory, "bert_tf_tiny_preprocess", "2")}
+
+
+def test_install_refuses_a_vocab_file_other_than_the_checkpoints(installed, tmp_path):
+    """The same tokens in another order would give every word the id of another."""
+    checkpoint_dir, vocab_file = installed[1], installed[3]
+    shuffled = tmp_path / "shuffled_vocab.txt"
+    shuffled.write_text("".join(reversed(open(vocab_file).readlines())))
+    result = run_tool("install_hub_model.py", f"--init_checkpoint={checkpoint_dir}",
+                      f"--vocab_file={shuffled}", "--seq_length=16",
+                      f"--hub_dir={tmp_path / 'hub'}")
+    assert error_output(result) == (
+        f"install_hub_model: error: --vocab_file is not the vocabulary of --init_checkpoint: "
+        f"{checkpoint_dir}/vocab.txt (23 tokens) is not {shuffled} (23 tokens; they differ from "
+        f"line 1); drop --vocab_file to use the checkpoint's (--helpshort lists the flags)")
+    assert not os.path.exists(tmp_path / "hub")
+
+
+def test_install_refuses_a_vocab_with_more_tokens_than_the_encoder_embeds(installed, tmp_path):
+    """Their ids would pass the preprocessor and fail only in the user's model."""
+    checkpoint_dir = shutil.copytree(installed[1], tmp_path / "checkpoint")
+    with open(checkpoint_dir / "vocab.txt", "a") as f:
+        f.write("extra\n")
+    with pytest.raises(ValueError, match=re.escape(
+            f"the config of {checkpoint_dir}: vocab_size 23 is smaller than the 24 tokens of "
+            f"{checkpoint_dir}/vocab.txt; ")):
+        install_model(str(checkpoint_dir), seq_length=16, directory=str(tmp_path / "hub"))
+    assert not os.path.exists(tmp_path / "hub")
+
+
+def test_the_tool_names_a_missing_config_file_with_its_flag(installed, tmp_path):
+    result = run_tool("install_hub_model.py", f"--init_checkpoint={installed[1]}",
+                      f"--bert_config_file={tmp_path / 'no.json'}", f"--hub_dir={tmp_path}")
+    assert error_output(result) == (
+        f"install_hub_model: error: --bert_config_file {tmp_path / 'no.json'} does not exist "
+        f"(--helpshort lists the flags)")
+    assert os.listdir(tmp_path) == []
 
 
 @pytest.mark.parametrize("layers, hidden, heads, do_lower_case, name", [
@@ -174,6 +229,34 @@ def test_the_tool_without_a_name_names_the_model_after_its_config(installed, tmp
         f"Installed bert_tf_L1_H16_A2_cased at {tmp_path / 'bert_tf_L1_H16_A2_cased' / '1'}",
         f"Installed bert_tf_L1_H16_A2_cased_preprocess at "
         f"{tmp_path / 'bert_tf_L1_H16_A2_cased_preprocess' / '1'}"]
+
+
+def test_install_follows_the_casing_stated_beside_the_checkpoint(installed, tmp_path):
+    """A cased model (its tokenizer_config.json says so, as Hugging Face's and converted or
+    fine-tuned checkpoints do) installs cased without being told; a contradicting flag is
+    refused before anything is written."""
+    cased = tmp_path / "cased"
+    shutil.copytree(installed[1], cased)
+    (cased / "tokenizer_config.json").write_text('{"do_lower_case": false}')
+    directory = tmp_path / "hub"
+    result = run_tool("install_hub_model.py", f"--init_checkpoint={cased}", "--seq_length=16",
+                      f"--hub_dir={directory}")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[0] == (
+        f"Installed bert_tf_L1_H16_A2_cased at {directory / 'bert_tf_L1_H16_A2_cased' / '1'}")
+    assert not tf.saved_model.load(
+        str(directory / "bert_tf_L1_H16_A2_cased" / "1")).do_lower_case.numpy()
+    assert list(install_model(str(cased), seq_length=16, directory=str(tmp_path / "api"))) == [
+        "bert_tf_L1_H16_A2_cased", "bert_tf_L1_H16_A2_cased_preprocess"]
+
+    before = _listing(directory)
+    result = run_tool("install_hub_model.py", f"--init_checkpoint={cased}", "--do_lower_case",
+                      "--seq_length=16", f"--hub_dir={directory}")
+    assert error_output(result) == (
+        f"install_hub_model: error: --do_lower_case contradicts {cased}/tokenizer_config.json, "
+        f"which says do_lower_case false (the casing its model was trained with); drop "
+        f"--do_lower_case (--helpshort lists the flags)")
+    assert _listing(directory) == before
 
 
 def test_keras3_tfsm_layer_runs_the_installed_models_for_inference(model_dir, installed):
