@@ -113,8 +113,9 @@ class BertEncoder(keras.Model):
         return ids is None or keras.ops.shape(ids)[-1] <= self.config.max_position_embeddings
 
     def get_config(self):
+        # The layers' policy: the model's own stays the global one when `dtype=` is given.
         return {"name": self.name, "trainable": self.trainable, "config": self.config.to_dict(),
-                "dtype": keras.dtype_policies.serialize(self.dtype_policy)}
+                "dtype": keras.dtype_policies.serialize(self.embeddings.dtype_policy)}
 
     @classmethod
     def from_config(cls, config):

@@ -172,6 +172,17 @@ def test_bfloat16_keeps_layer_norm_float32(encoder, policy):
     assert cosine.min() > 0.999, cosine
 
 
+@pytest.mark.parametrize("policy", ["mixed_bfloat16", "bfloat16"])
+def test_dtype_policy_survives_config_and_keras_file(encoder, policy, tmp_path):
+    mixed = BertEncoder(SMALL, dtype=policy)
+    mixed.save(tmp_path / "encoder.keras")
+    for restored in (BertEncoder.from_config(mixed.get_config()),
+                     keras.models.load_model(tmp_path / "encoder.keras")):
+        assert restored.transformer_blocks[0].intermediate.dtype_policy.name == policy
+    inputs = make_inputs(2, 9)
+    assert_outputs_close(restored(inputs), mixed(inputs), atol=0)
+
+
 def test_dropout_is_active_only_in_training(encoder):
     inputs = make_inputs(2, 8)
     a = encoder(inputs, training=True)["sequence_output"]
