@@ -136,6 +136,26 @@ def test_too_long_input_is_a_clear_error(encoder):
         dynamic(make_inputs(1, 25))
 
 
+@pytest.mark.parametrize("change, message", [
+    (lambda inputs: {**inputs, "input_mask": inputs["input_mask"][:, :-1]},
+     r"must all have the same shape, got input_word_ids \(2, 6\), input_mask \(2, 5\)"),
+    (lambda inputs: {**inputs, "input_type_ids": inputs["input_type_ids"][:1]},
+     r"must all have the same shape.*input_type_ids \(1, 6\)"),
+    (lambda inputs: {k: v[0] for k, v in inputs.items()}, r"must be \[batch, seq\] tensors"),
+    (lambda inputs: {k: v[:, :0] for k, v in inputs.items()}, r"no positions \(shape \(2, 0\)\)"),
+    (lambda inputs: {k: tf.RaggedTensor.from_tensor(v, lengths=[6, 3])
+                     for k, v in inputs.items()}, r"are ragged: pad every input"),
+])
+def test_inputs_that_are_not_one_batch_are_clear_errors(encoder, change, message):
+    # A mask of another length used to be ignored without a word; the others failed deep in
+    # the graph.
+    inputs = change(make_inputs(2, 6))
+    with pytest.raises(ValueError, match=message):
+        encoder(inputs)
+    with pytest.raises(ValueError, match=message):
+        tf.function(encoder)(inputs)
+
+
 def test_keras_file_round_trip(encoder, tmp_path):
     path = os.path.join(tmp_path, "encoder.keras")
     encoder.save(path)
