@@ -79,7 +79,11 @@ class BertEncoder(keras.Model):
         pooled = keras.ops.cast(pooler(first_token), "float32")
         outputs = {"sequence_output": hidden, "pooled_output": pooled,
                    "encoder_outputs": encoder_outputs}
+        trainable = kwargs.pop("trainable", True)
         super().__init__(inputs=inputs, outputs=outputs, **kwargs)
+        # Set once Keras tracks the layers: given to its constructor, the flag did not reach
+        # them, and a frozen encoder came back from `.keras` with trainable variables.
+        self.trainable = trainable
 
         self.config = config
         self.embeddings = embeddings

@@ -203,6 +203,19 @@ def test_dtype_policy_survives_config_and_keras_file(encoder, policy, tmp_path):
     assert_outputs_close(restored(inputs), mixed(inputs), atol=0)
 
 
+def test_a_frozen_encoder_stays_frozen_through_config_and_keras_file(tmp_path):
+    # A model around the encoder trains the variables whose own flag is set: those of a frozen
+    # encoder rebuilt from its config used to be trainable.
+    frozen = BertEncoder(SMALL)
+    frozen.trainable = False
+    frozen.save(tmp_path / "encoder.keras")
+    for restored in (BertEncoder(SMALL, trainable=False),
+                     BertEncoder.from_config(frozen.get_config()),
+                     keras.models.load_model(tmp_path / "encoder.keras")):
+        assert not restored.trainable
+        assert [v.path for v in restored.weights if v.trainable] == []
+
+
 def test_dropout_is_active_only_in_training(encoder):
     inputs = make_inputs(2, 8)
     a = encoder(inputs, training=True)["sequence_output"]
