@@ -147,4 +147,8 @@ class BertTaskModel(keras.Model):
         config["encoder"] = keras.saving.deserialize_keras_object(config["encoder"])
         if config.get("preprocessor") is not None:
             config["preprocessor"] = keras.saving.deserialize_keras_object(config["preprocessor"])
-        return cls(**config)
+        # Set once the head exists: a constructor argument reaches no layer made after it.
+        trainable = config.pop("trainable", True)
+        model = cls(**config)
+        model.trainable = trainable
+        return model
