@@ -1,5 +1,7 @@
 """`BertTaskModel`: what every fine-tuning model over a `BertEncoder` shares."""
 
+import numbers
+
 import keras
 import tensorflow as tf
 
@@ -98,12 +100,14 @@ class BertTaskModel(keras.Model):
         `BertTokenClassifier` (every token). The attribute names are the checkpoints' variable
         names (`model/classifier/kernel`...), which `bert_tf.checkpoints.load_model` reads the
         number of classes from."""
-        if not isinstance(num_classes, int) or num_classes < 1:
+        # Any integer type: `labels.max() + 1` is a NumPy integer.
+        if (not isinstance(num_classes, numbers.Integral) or isinstance(num_classes, bool)
+                or num_classes < 1):
             raise ValueError(f"{type(self).__name__}: num_classes must be a positive integer, "
                              f"got {num_classes!r}")
-        self.num_classes = num_classes
+        self.num_classes = int(num_classes)
         self.dropout = self.head_dropout(dropout_rate)
-        self.classifier = self.head_dense(num_classes, initializer, name="classifier")
+        self.classifier = self.head_dense(self.num_classes, initializer, name="classifier")
 
     def classification_head_config(self):
         """The `add_classification_head` arguments, for `get_config`."""
