@@ -5,7 +5,7 @@ import functools
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from bert_tf.text.basic_tokenizer import BasicTokenizer
+from bert_tf.text.basic_tokenizer import BasicTokenizer, boolean_argument
 from bert_tf.text.special_tokens import cut_at_special_tokens
 from bert_tf.text.vocab import load_vocab
 
@@ -61,8 +61,9 @@ class BertTokenizer(tf.Module):
         # `.keras` files in `get_config`.
         object.__setattr__(self, "vocab", vocab)
         object.__setattr__(self, "_ids", {token: index for index, token in enumerate(vocab)})
-        self.lower_case = bool(lower_case)
-        self.special_tokens_in_strings = bool(special_tokens_in_strings)
+        self.lower_case = boolean_argument(lower_case, "lower_case")
+        self.special_tokens_in_strings = boolean_argument(special_tokens_in_strings,
+                                                          "special_tokens_in_strings")
         self.unknown_id = self.token_id(UNKNOWN_TOKEN)
         self._special_ids = {token: self._ids[token] for token in SPECIAL_TOKENS
                              if token in self._ids}

@@ -149,6 +149,10 @@ def test_bad_inputs_give_clear_errors(tmp_path):
         BertTokenizer(["a", "b"], lower_case=True)
     with pytest.raises(ValueError, match="has no '\\[CLS\\]' token"):
         tokenizer.token_id("[CLS]")
+    with pytest.raises(ValueError, match="lower_case must be True or False, got 'false'"):
+        BertTokenizer(["[UNK]", "a"], lower_case="false")
+    with pytest.raises(ValueError, match="special_tokens_in_strings must be True or False"):
+        BertTokenizer(["[UNK]", "a"], lower_case=True, special_tokens_in_strings="no")
 
 
 def test_vocab_file_errors_name_the_file_and_line(tmp_path):
