@@ -43,7 +43,14 @@ class BertEncoder(keras.Model):
     def __init__(self, config, dtype=None, **kwargs):
         if isinstance(config, dict):
             config = BertConfig.from_dict(config)
+        if not isinstance(config, BertConfig):
+            raise TypeError(f"BertEncoder takes a BertConfig or its dict, got "
+                            f"{type(config).__name__} {config!r:.80}: load one with "
+                            f"BertConfig.from_json_file(path) or BertConfig.from_name(name).")
         policy = keras.dtype_policies.get(dtype) if dtype else keras.config.dtype_policy()
+        if not tf.as_dtype(policy.compute_dtype).is_floating:
+            raise ValueError(f"BertEncoder computes in floating point: dtype must be a float "
+                             f"policy such as 'float32' or 'mixed_bfloat16', got {dtype!r}.")
 
         embeddings = BertEmbeddings(
             vocab_size=config.vocab_size, hidden_size=config.hidden_size,

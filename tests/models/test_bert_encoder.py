@@ -156,6 +156,15 @@ def test_inputs_that_are_not_one_batch_are_clear_errors(encoder, change, message
         tf.function(encoder)(inputs)
 
 
+def test_a_config_that_is_not_one_and_a_non_float_dtype_are_named():
+    # A file name or a config name failed on "'str' object has no attribute 'vocab_size'".
+    with pytest.raises(TypeError, match=r"takes a BertConfig or its dict, got str 'bert_tiny': "
+                                        r"load one with BertConfig.from_json_file"):
+        BertEncoder("bert_tiny")
+    with pytest.raises(ValueError, match="dtype must be a float policy .* got 'int32'"):
+        BertEncoder(SMALL, dtype="int32")
+
+
 def test_keras_file_round_trip(encoder, tmp_path):
     path = os.path.join(tmp_path, "encoder.keras")
     encoder.save(path)
