@@ -16,6 +16,13 @@ def test_a_frozen_task_model_stays_frozen_through_a_keras_file(tmp_path):
     restored = save_and_load(classifier, tmp_path)
     assert not restored.trainable
     assert [v.path for v in restored.weights if v.trainable] == []
+    # The paper's feature-based setup: only the encoder frozen, the head trains.
+    classifier.trainable = True
+    classifier.encoder.trainable = False
+    restored = save_and_load(classifier, tmp_path)
+    assert restored.trainable and not restored.encoder.trainable
+    assert sorted(v.path for v in restored.trainable_weights) == [
+        "classifier/bias", "classifier/kernel"]
 
 
 def test_num_classes_may_be_a_numpy_integer(tmp_path):
