@@ -126,12 +126,25 @@ class BertEncoder(keras.Model):
 
     def get_config(self):
         # The layers' policy: the model's own stays the global one when `dtype=` is given.
-        return {"name": self.name, "trainable": self.trainable, "config": self.config.to_dict(),
-                "dtype": keras.dtype_policies.serialize(self.embeddings.dtype_policy)}
+        config = {"name": self.name, "trainable": self.trainable,
+                  "config": self.config.to_dict(),
+                  "dtype": keras.dtype_policies.serialize(self.embeddings.dtype_policy)}
+        # Layers frozen on their own (the embeddings, the lowest blocks), which `.keras` files
+        # otherwise bring back trainable.
+        frozen = [layer.name for layer in (self.embeddings, *self.transformer_blocks, self.pooler)
+                  if not layer.trainable]
+        if self.trainable and frozen:
+            config["frozen_layers"] = frozen
+        return config
 
     @classmethod
     def from_config(cls, config):
-        return cls(**config)
+        config = dict(config)
+        frozen = config.pop("frozen_layers", [])
+        encoder = cls(**config)
+        for name in frozen:
+            encoder.get_layer(name).trainable = False
+        return encoder
 
 
 def _check_input_shapes(inputs):

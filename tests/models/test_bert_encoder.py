@@ -225,6 +225,17 @@ def test_a_frozen_encoder_stays_frozen_through_config_and_keras_file(tmp_path):
         assert [v.path for v in restored.weights if v.trainable] == []
 
 
+def test_layers_frozen_on_their_own_stay_frozen_through_a_keras_file(tmp_path):
+    encoder = BertEncoder(SMALL)
+    encoder.embeddings.trainable = False
+    encoder.transformer_blocks[0].trainable = False
+    encoder.save(tmp_path / "encoder.keras")
+    restored = keras.models.load_model(tmp_path / "encoder.keras")
+    assert ([v.path for v in restored.trainable_weights]
+            == [v.path for v in encoder.trainable_weights])
+    assert not restored.embeddings.trainable and restored.transformer_blocks[1].trainable
+
+
 def test_dropout_is_active_only_in_training(encoder):
     inputs = make_inputs(2, 8)
     a = encoder(inputs, training=True)["sequence_output"]
