@@ -21,18 +21,34 @@ def _as_arrays(labels, predictions):
                          f"{labels.shape} and {predictions.shape}")
     if not labels.size:
         raise ValueError("labels and predictions are empty")
+    # A label "1" read from a TSV file never equals the prediction 1: every score would be 0.
+    for name, values in (("labels", labels), ("predictions", predictions)):
+        if values.dtype.kind not in "biuf":
+            raise ValueError(f"{name} must be numbers, got {values.dtype} values such as "
+                             f"{values[0].item()!r}")
+    return labels, predictions
+
+
+def _class_ids(labels, predictions):
+    """`_as_arrays`, refusing values that are not whole numbers: probabilities or logits given
+    as predictions would equal no label."""
+    labels, predictions = _as_arrays(labels, predictions)
+    for name, values in (("labels", labels), ("predictions", predictions)):
+        if np.any(values != np.round(values)):
+            raise ValueError(f"{name} must be class ids (e.g. `logits.argmax(-1)`), got values "
+                             f"such as {values[values != np.round(values)][0].item()!r}")
     return labels, predictions
 
 
 def accuracy(labels, predictions):
     """The fraction of predictions equal to their label."""
-    labels, predictions = _as_arrays(labels, predictions)
+    labels, predictions = _class_ids(labels, predictions)
     return float(np.mean(labels == predictions))
 
 
 def f1(labels, predictions):
     """Binary F1 of the positive class 1; 0 when there are no positives at all (as sklearn)."""
-    labels, predictions = _as_arrays(labels, predictions)
+    labels, predictions = _class_ids(labels, predictions)
     true_positives = np.sum((predictions == 1) & (labels == 1))
     # F1 = 2 TP / (2 TP + FP + FN); predicted + actual positives = 2 TP + FP + FN.
     denominator = np.sum(predictions == 1) + np.sum(labels == 1)
@@ -42,7 +58,7 @@ def f1(labels, predictions):
 def matthews_corrcoef(labels, predictions):
     """Matthews correlation coefficient (CoLA's metric), in its multi-class form, which is the
     usual (TP*TN - FP*FN) / sqrt(...) for two classes; 0 when a side has a single class."""
-    labels, predictions = _as_arrays(labels, predictions)
+    labels, predictions = _class_ids(labels, predictions)
     classes, encoded = np.unique(np.concatenate([labels, predictions]), return_inverse=True)
     confusion = np.zeros((len(classes), len(classes)), np.float64)
     np.add.at(confusion, (encoded[:len(labels)], encoded[len(labels):]), 1)

@@ -1,5 +1,7 @@
 """`BertFeatureExtractor`: token features from several encoder layers (feature-based BERT)."""
 
+import numbers
+
 import keras
 import tensorflow as tf
 
@@ -34,8 +36,8 @@ class BertFeatureExtractor(BertTaskModel):
         super().__init__(encoder, preprocessor, **kwargs)
         num_layers = encoder.config.num_hidden_layers
         layer_indices = list(layer_indices)
-        bad = [i for i in layer_indices
-               if not isinstance(i, int) or not -num_layers <= i < num_layers]
+        bad = [i for i in layer_indices if not isinstance(i, numbers.Integral)
+               or isinstance(i, bool) or not -num_layers <= i < num_layers]
         if not layer_indices or bad:
             raise ValueError(f"BertFeatureExtractor: layer_indices must be a non-empty list of "
                              f"integers in [-{num_layers}, {num_layers - 1}] (the encoder has "
@@ -43,7 +45,7 @@ class BertFeatureExtractor(BertTaskModel):
         if combine not in COMBINE_MODES:
             raise ValueError(f"BertFeatureExtractor: combine must be one of {COMBINE_MODES}, "
                              f"got {combine!r}")
-        self.layer_indices = layer_indices
+        self.layer_indices = [int(i) for i in layer_indices]  # NumPy integers too
         self.combine = combine
         if combine == "weighted_sum":
             self.layer_sum = WeightedLayerSum(len(layer_indices), dtype="float32", name="layer_sum")

@@ -35,6 +35,8 @@ class BertMultipleChoice(BertTaskModel):
         TensorShape([1, 2])
     """
 
+    input_rank = 3  # [batch, num_choices, seq]
+
     def __init__(self, encoder, dropout_rate=None, initializer=None, preprocessor=None,
                  **kwargs):
         super().__init__(encoder, preprocessor, **kwargs)
@@ -42,7 +44,7 @@ class BertMultipleChoice(BertTaskModel):
         self.scorer = self.head_dense(1, initializer, name="scorer")
 
     def call(self, inputs, training=None):
-        inputs = self.encoder_inputs(inputs, rank=3)
+        inputs = self.encoder_inputs(inputs)
         num_choices = tf.shape(inputs["input_word_ids"])[1]
         # The encoder reads [batch * num_choices, seq]; rows of one example stay adjacent, so
         # the scores reshape straight back to [batch, num_choices].

@@ -1,5 +1,7 @@
 """`BertTaskModel`: what every fine-tuning model over a `BertEncoder` shares."""
 
+import numbers
+
 import keras
 import tensorflow as tf
 
@@ -31,6 +33,9 @@ class BertTaskModel(keras.Model):
         ...         return self.encoder(self.encoder_inputs(inputs), training=training)
         >>> Pooled(BertEncoder(BertConfig.from_name("bert_tiny")))
     """
+
+    # Rank of each tensor of the encoder's input dict the model takes: [batch, seq].
+    input_rank = 2
 
     def __init__(self, encoder, preprocessor=None, **kwargs):
         super().__init__(**kwargs)
@@ -98,29 +103,29 @@ class BertTaskModel(keras.Model):
         `BertTokenClassifier` (every token). The attribute names are the checkpoints' variable
         names (`model/classifier/kernel`...), which `bert_tf.checkpoints.load_model` reads the
         number of classes from."""
-        if not isinstance(num_classes, int) or num_classes < 1:
+        # Any integer type: `labels.max() + 1` is a NumPy integer.
+        if (not isinstance(num_classes, numbers.Integral) or isinstance(num_classes, bool)
+                or num_classes < 1):
             raise ValueError(f"{type(self).__name__}: num_classes must be a positive integer, "
                              f"got {num_classes!r}")
-        self.num_classes = num_classes
+        self.num_classes = int(num_classes)
         self.dropout = self.head_dropout(dropout_rate)
-        self.classifier = self.head_dense(num_classes, initializer, name="classifier")
+        self.classifier = self.head_dense(self.num_classes, initializer, name="classifier")
 
     def classification_head_config(self):
         """The `add_classification_head` arguments, for `get_config`."""
         return {"num_classes": self.num_classes, "dropout_rate": self.dropout.rate,
                 "initializer": keras.initializers.serialize(self.classifier.kernel_initializer)}
 
-    def encoder_inputs(self, inputs, rank=2):
-        """The encoder's input dict: `inputs` itself, or the preprocessor's output for raw text.
-
-        `rank` is the rank the caller expects of each input tensor (2: `[batch, seq]`).
-        """
+    def encoder_inputs(self, inputs):
+        """The encoder's input dict: `inputs` itself (each tensor of rank `input_rank`), or the
+        preprocessor's output for raw text."""
         if isinstance(inputs, dict) and set(inputs) == set(INPUT_KEYS):
             for key, value in inputs.items():
-                if tf.TensorShape(value.shape).rank not in (None, rank):
+                if tf.TensorShape(value.shape).rank not in (None, self.input_rank):
                     raise ValueError(
-                        f"{type(self).__name__}: input '{key}' must have rank {rank}, got shape "
-                        f"{tuple(value.shape)}")
+                        f"{type(self).__name__}: input '{key}' must have rank "
+                        f"{self.input_rank}, got shape {tuple(value.shape)}")
             return inputs
         if self.preprocessor is None:
             got = (f"a dict with keys {sorted(inputs)}" if isinstance(inputs, dict)
@@ -129,6 +134,25 @@ class BertTaskModel(keras.Model):
                 f"{type(self).__name__} takes a dict with exactly the keys {list(INPUT_KEYS)}, got "
                 f"{got}; to call it on raw text, build it with a `preprocessor`.")
         return self.preprocess(inputs)
+
+    def export(self, filepath, format="tf_saved_model", verbose=None, input_signature=None,
+               **kwargs):
+        """Keras' `export`. Without `input_signature` it takes the encoder's input dict of int32
+        tensors (rank `input_rank`): Keras infers signatures from the first call's shapes, which
+        a model built in `__init__` never records. With a preprocessor, pass the raw text's.
+
+        Example:
+            >>> classifier.export("/tmp/classifier")       # serve(inputs dict) -> logits
+        """
+        if input_signature is None:
+            if self.preprocessor is not None:
+                raise ValueError(f"{type(self).__name__}.export: pass input_signature= for the "
+                                 f"raw text the preprocessor takes, e.g. "
+                                 f"[tf.TensorSpec([None], tf.string)]")
+            input_signature = [{key: tf.TensorSpec([None] * self.input_rank, tf.int32, name=key)
+                                for key in INPUT_KEYS}]
+        return super().export(filepath, format=format, verbose=verbose,
+                              input_signature=input_signature, **kwargs)
 
     def preprocess(self, raw_inputs):
         """Runs the preprocessor on raw text. Subclasses whose inputs have more dimensions than
@@ -147,4 +171,8 @@ class BertTaskModel(keras.Model):
         config["encoder"] = keras.saving.deserialize_keras_object(config["encoder"])
         if config.get("preprocessor") is not None:
             config["preprocessor"] = keras.saving.deserialize_keras_object(config["preprocessor"])
-        return cls(**config)
+        # Set once the head exists: a constructor argument reaches no layer made after it.
+        trainable = config.pop("trainable", True)
+        model = cls(**config)
+        model.trainable = trainable
+        return model

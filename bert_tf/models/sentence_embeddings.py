@@ -96,9 +96,15 @@ class SentenceEmbedder:
         self.preprocessor = BertPreprocessor(vocab, lower_case, seq_length=seq_length)
 
     def __call__(self, texts):
+        """`[len(texts), H]` embeddings of a list of texts (none: `[0, H]`)."""
+        if isinstance(texts, (str, bytes)):
+            # list() of it would embed each character.
+            raise ValueError(f"SentenceEmbedder takes a list of texts, got one string "
+                             f"{texts[:40]!r}; pass [text].")
         inputs = self.preprocessor(tf.constant(list(texts), tf.string))
         # Only as many positions as the longest text needs: the mean ignores padding anyway.
-        length = tf.reduce_max(tf.reduce_sum(inputs["input_mask"], axis=1))
+        # (At least one: the longest of no text is the smallest int32.)
+        length = tf.maximum(tf.reduce_max(tf.reduce_sum(inputs["input_mask"], axis=1)), 1)
         inputs = {key: value[:, :length] for key, value in inputs.items()}
         outputs = self.encoder(inputs, training=False)
         return mean_pooled_embeddings(outputs["sequence_output"], inputs["input_mask"])

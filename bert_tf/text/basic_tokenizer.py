@@ -1,8 +1,22 @@
 """`BasicTokenizer`: BERT's text cleaning, normalisation and word splitting as TensorFlow ops."""
 
+import numpy as np
 import tensorflow as tf
 
 from bert_tf.text.codepoint_table import BLOCK_SIZE, DROP, ISOLATED, SPACE, WORD, CodepointTable
+
+
+def boolean_argument(value, name):
+    """`value` if it is True or False (NumPy's too), else a ValueError naming `name`: `bool()`
+    of the string "False", e.g. from a text config, is True.
+
+    Example:
+        >>> boolean_argument(np.True_, "lower_case")
+        True
+    """
+    if not isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"{name} must be True or False, got {value!r}.")
+    return bool(value)
 
 
 class BasicTokenizer(tf.Module):
@@ -30,7 +44,7 @@ class BasicTokenizer(tf.Module):
 
     def __init__(self, lower_case, name=None):
         super().__init__(name=name)
-        self.lower_case = bool(lower_case)
+        self.lower_case = boolean_argument(lower_case, "lower_case")
         table = CodepointTable(self.lower_case)
         self._block_index = tf.constant(table.block_index)
         self._blocks = tf.constant(table.blocks)

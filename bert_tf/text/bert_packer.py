@@ -1,5 +1,7 @@
 """`BertPacker`: tokenized segments to the encoder's `input_word_ids/input_mask/input_type_ids`."""
 
+import numbers
+
 import tensorflow as tf
 
 TRUNCATION_STRATEGIES = ("round_robin", "waterfall")
@@ -32,6 +34,11 @@ class BertPacker:
         if truncation not in TRUNCATION_STRATEGIES:
             raise ValueError(f"truncation must be one of {TRUNCATION_STRATEGIES}, "
                              f"got {truncation!r}.")
+        # Refused, not rounded: int() made 2.5 a 2 and None a TypeError.
+        if (not isinstance(seq_length, numbers.Integral) or isinstance(seq_length, bool)
+                or seq_length < 2):
+            raise ValueError(f"seq_length must be an integer of at least 2 ([CLS] and [SEP]), "
+                             f"got {seq_length!r}.")
         self.seq_length = int(seq_length)
         self.start_id, self.end_id, self.pad_id = int(start_id), int(end_id), int(pad_id)
         self.truncation = truncation
@@ -60,6 +67,10 @@ class BertPacker:
         if isinstance(segments, (tf.Tensor, tf.RaggedTensor)):
             segments = [segments]
         segments = [self._as_pieces(segment, index) for index, segment in enumerate(segments)]
+        batch_sizes = [segment.shape[0] for segment in segments]
+        if not segments or len(set(batch_sizes) - {None}) > 1:
+            raise ValueError(f"BertPacker takes one or more segments of the same batch size, "
+                             f"got batch sizes {batch_sizes}.")
         seq_length = self.seq_length if seq_length is None else seq_length
         num_special = len(segments) + 1
         message = (f"seq_length cannot hold {len(segments)} segment(s): [CLS] and one [SEP] "

@@ -52,7 +52,12 @@ class BertPreprocessor(keras.layers.Layer):
                 raise ValueError(f"BertPreprocessor input {index} must be a string tensor of "
                                  f"shape [batch] or [], got {segment.dtype.name} "
                                  f"{segment.shape}.")
-        scalar = segments[0].shape.rank == 0
+        ranks = {segment.shape.rank for segment in segments}
+        if len(ranks) > 1:
+            shapes = [tuple(segment.shape) for segment in segments]
+            raise ValueError(f"BertPreprocessor inputs must all be [batch] or all be [] (one "
+                             f"text each), got shapes {shapes}.")
+        scalar = ranks == {0}
         if scalar:
             segments = [segment[tf.newaxis] for segment in segments]
         packed = self.packer([self.tokenizer.tokenize_to_pieces(segment) for segment in segments])

@@ -1,11 +1,13 @@
 """`BertTokenizer`: raw strings to BERT word-piece ids, in the TensorFlow graph."""
 
+import collections.abc
 import functools
+import os
 
 import tensorflow as tf
 import tensorflow_text as tf_text
 
-from bert_tf.text.basic_tokenizer import BasicTokenizer
+from bert_tf.text.basic_tokenizer import BasicTokenizer, boolean_argument
 from bert_tf.text.special_tokens import cut_at_special_tokens
 from bert_tf.text.vocab import load_vocab
 
@@ -38,7 +40,8 @@ class BertTokenizer(tf.Module):
     text even when lower-casing), as Hugging Face's `BertWordPieceTokenizer` does.
 
     Args:
-        vocab: path of a `vocab.txt` or the list of tokens (the index is the id).
+        vocab: path (`str` or `pathlib.Path`) of a `vocab.txt` or the list of tokens (the
+            index is the id).
         lower_case: BERT's `do_lower_case`: strip accents and lower-case before WordPiece.
         special_tokens_in_strings: treat special tokens written in the text as such.
 
@@ -53,7 +56,12 @@ class BertTokenizer(tf.Module):
 
     def __init__(self, vocab, lower_case, special_tokens_in_strings=False, name=None):
         super().__init__(name=name)
-        vocab = load_vocab(vocab) if isinstance(vocab, str) else [str(t) for t in vocab]
+        if isinstance(vocab, collections.abc.Mapping):
+            # Iterating it would number the tokens in the dict's order, not by its ids.
+            raise ValueError("vocab must be a path or the list of tokens in id order, got a "
+                             "dict; pass sorted(vocab, key=vocab.get).")
+        vocab = (load_vocab(os.fspath(vocab)) if isinstance(vocab, (str, os.PathLike))
+                 else [str(t) for t in vocab])
         # Plain Python data, set past tf.Module's attribute tracking: assigned normally, the token
         # list and the token -> id dict are wrapped and tracked element by element, 0.37-0.75 s
         # for MiniLM's 30,522 tokens against 4-9 ms (5 fresh processes each, 2-vCPU Intel
@@ -61,8 +69,9 @@ class BertTokenizer(tf.Module):
         # `.keras` files in `get_config`.
         object.__setattr__(self, "vocab", vocab)
         object.__setattr__(self, "_ids", {token: index for index, token in enumerate(vocab)})
-        self.lower_case = bool(lower_case)
-        self.special_tokens_in_strings = bool(special_tokens_in_strings)
+        self.lower_case = boolean_argument(lower_case, "lower_case")
+        self.special_tokens_in_strings = boolean_argument(special_tokens_in_strings,
+                                                          "special_tokens_in_strings")
         self.unknown_id = self.token_id(UNKNOWN_TOKEN)
         self._special_ids = {token: self._ids[token] for token in SPECIAL_TOKENS
                              if token in self._ids}

@@ -49,6 +49,19 @@ def test_glue_metrics_per_task_and_errors():
         accuracy([], [])
 
 
+def test_labels_and_predictions_that_cannot_match_are_named():
+    # They scored 0 without a word: labels read from a TSV file as strings, probabilities
+    # instead of class ids.
+    with pytest.raises(ValueError, match="labels must be numbers, got <U1 values such as '1'"):
+        glue_metrics("MRPC", ["1", "0"], [1, 0])
+    with pytest.raises(ValueError, match=r"predictions must be class ids \(e.g. "
+                                         r"`logits.argmax\(-1\)`\), got values such as 0.9"):
+        glue_metrics("SST-2", [1, 0], [0.9, 0.2])
+    assert glue_metrics("CoLA", [1.0, 0.0], np.array([1, 0], np.int64)) == {
+        "matthews_corrcoef": 1.0}
+    assert glue_metrics("STS-B", [0.5, 2.5, 4.0], [1.2, 2.0, 4.5])["spearman"] == 1.0
+
+
 def test_real_mrpc_majority_baseline():
     with open(shared_data_path("MRPC/dev.tsv"), encoding="utf-8-sig") as f:
         labels = np.array([int(line.split("\t")[0]) for line in list(f)[1:]])

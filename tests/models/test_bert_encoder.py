@@ -136,6 +136,35 @@ def test_too_long_input_is_a_clear_error(encoder):
         dynamic(make_inputs(1, 25))
 
 
+@pytest.mark.parametrize("change, message", [
+    (lambda inputs: {**inputs, "input_mask": inputs["input_mask"][:, :-1]},
+     r"must all have the same shape, got input_word_ids \(2, 6\), input_mask \(2, 5\)"),
+    (lambda inputs: {**inputs, "input_type_ids": inputs["input_type_ids"][:1]},
+     r"must all have the same shape.*input_type_ids \(1, 6\)"),
+    (lambda inputs: {k: v[0] for k, v in inputs.items()}, r"must be \[batch, seq\] tensors"),
+    (lambda inputs: {k: v[:, :0] for k, v in inputs.items()}, r"no positions \(shape \(2, 0\)\)"),
+    (lambda inputs: {k: tf.RaggedTensor.from_tensor(v, lengths=[6, 3])
+                     for k, v in inputs.items()}, r"are ragged: pad every input"),
+])
+def test_inputs_that_are_not_one_batch_are_clear_errors(encoder, change, message):
+    # A mask of another length used to be ignored without a word; the others failed deep in
+    # the graph.
+    inputs = change(make_inputs(2, 6))
+    with pytest.raises(ValueError, match=message):
+        encoder(inputs)
+    with pytest.raises(ValueError, match=message):
+        tf.function(encoder)(inputs)
+
+
+def test_a_config_that_is_not_one_and_a_non_float_dtype_are_named():
+    # A file name or a config name failed on "'str' object has no attribute 'vocab_size'".
+    with pytest.raises(TypeError, match=r"takes a BertConfig or its dict, got str 'bert_tiny': "
+                                        r"load one with BertConfig.from_json_file"):
+        BertEncoder("bert_tiny")
+    with pytest.raises(ValueError, match="dtype must be a float policy .* got 'int32'"):
+        BertEncoder(SMALL, dtype="int32")
+
+
 def test_keras_file_round_trip(encoder, tmp_path):
     path = os.path.join(tmp_path, "encoder.keras")
     encoder.save(path)
@@ -170,6 +199,41 @@ def test_bfloat16_keeps_layer_norm_float32(encoder, policy):
     a, b = low["pooled_output"].numpy(), full["pooled_output"].numpy()
     cosine = (a * b).sum(-1) / np.linalg.norm(a, axis=-1) / np.linalg.norm(b, axis=-1)
     assert cosine.min() > 0.999, cosine
+
+
+@pytest.mark.parametrize("policy", ["mixed_bfloat16", "bfloat16"])
+def test_dtype_policy_survives_config_and_keras_file(encoder, policy, tmp_path):
+    mixed = BertEncoder(SMALL, dtype=policy)
+    mixed.save(tmp_path / "encoder.keras")
+    for restored in (BertEncoder.from_config(mixed.get_config()),
+                     keras.models.load_model(tmp_path / "encoder.keras")):
+        assert restored.transformer_blocks[0].intermediate.dtype_policy.name == policy
+    inputs = make_inputs(2, 9)
+    assert_outputs_close(restored(inputs), mixed(inputs), atol=0)
+
+
+def test_a_frozen_encoder_stays_frozen_through_config_and_keras_file(tmp_path):
+    # A model around the encoder trains the variables whose own flag is set: those of a frozen
+    # encoder rebuilt from its config used to be trainable.
+    frozen = BertEncoder(SMALL)
+    frozen.trainable = False
+    frozen.save(tmp_path / "encoder.keras")
+    for restored in (BertEncoder(SMALL, trainable=False),
+                     BertEncoder.from_config(frozen.get_config()),
+                     keras.models.load_model(tmp_path / "encoder.keras")):
+        assert not restored.trainable
+        assert [v.path for v in restored.weights if v.trainable] == []
+
+
+def test_layers_frozen_on_their_own_stay_frozen_through_a_keras_file(tmp_path):
+    encoder = BertEncoder(SMALL)
+    encoder.embeddings.trainable = False
+    encoder.transformer_blocks[0].trainable = False
+    encoder.save(tmp_path / "encoder.keras")
+    restored = keras.models.load_model(tmp_path / "encoder.keras")
+    assert ([v.path for v in restored.trainable_weights]
+            == [v.path for v in encoder.trainable_weights])
+    assert not restored.embeddings.trainable and restored.transformer_blocks[1].trainable
 
 
 def test_dropout_is_active_only_in_training(encoder):

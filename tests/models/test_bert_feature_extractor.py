@@ -60,3 +60,12 @@ def test_bad_arguments_are_clear_errors(encoder):
         BertFeatureExtractor(encoder, layer_indices=[])
     with pytest.raises(ValueError, match="combine must be one of .* got 'mean'"):
         BertFeatureExtractor(encoder, combine="mean")
+
+
+def test_layer_indices_may_be_numpy_integers(encoder):
+    # e.g. `np.arange(-4, 0)`; they used to be refused as "not integers".
+    extractor = BertFeatureExtractor(encoder, layer_indices=np.arange(-2, 0))
+    assert extractor.layer_indices == [-2, -1]
+    assert all(type(i) is int for i in extractor.get_config()["layer_indices"])
+    with pytest.raises(ValueError, match=r"got \[True\]"):
+        BertFeatureExtractor(encoder, layer_indices=[True])

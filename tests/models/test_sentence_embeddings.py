@@ -62,6 +62,13 @@ def test_example_pairs_are_each_others_closest(embedder):
     np.testing.assert_allclose(np.diag(similarities), 1.0, atol=1e-6)
 
 
+def test_one_string_is_refused_and_no_text_gives_no_embedding(embedder):
+    # A string used to be embedded character by character; an empty list failed in the encoder.
+    with pytest.raises(ValueError, match=r"takes a list of texts, got one string .*pass \[text\]"):
+        embedder("A man is eating food.")
+    assert embedder([]).shape == (0, 384)
+
+
 def test_mean_pooling_ignores_padding():
     outputs = np.array([[[3.0, 4.0], [1.0, 0.0], [9.0, 0.0]]], np.float32)
     pooled = mean_pooled_embeddings(outputs, np.array([[1, 1, 0]])).numpy()

@@ -1,5 +1,6 @@
 import unicodedata
 
+import numpy as np
 import pytest
 import tensorflow as tf
 
@@ -56,3 +57,11 @@ def test_offsets_point_at_the_source_characters():
 def test_rejects_non_string_or_batched_inputs():
     with pytest.raises(ValueError, match="1-D string tensor of texts, got float32"):
         BasicTokenizer(lower_case=False).split(tf.constant([1.0]))
+
+
+def test_lower_case_must_be_a_bool():
+    # bool("False") is True: a casing read from a text config lower-cased a cased vocabulary.
+    assert BasicTokenizer(lower_case=np.False_).lower_case is False
+    for bad in ("False", None, 0):
+        with pytest.raises(ValueError, match=f"lower_case must be True or False, got {bad!r}"):
+            BasicTokenizer(lower_case=bad)

@@ -86,6 +86,14 @@ def test_bad_configurations_are_named():
         BertPacker(8, CLS, SEP)([tf.ragged.constant([[1]]), tf.constant([["a"]])])
     with pytest.raises(tf.errors.InvalidArgumentError, match="cannot hold 1 segment"):
         BertPacker(8, CLS, SEP)([tf.ragged.constant([[1]])], seq_length=tf.constant(1))
+    for bad in (2.5, None, 1, True):
+        with pytest.raises(ValueError, match=f"seq_length must be an integer of at least 2 "
+                                             f"\\(\\[CLS\\] and \\[SEP\\]\\), got {bad!r}"):
+            BertPacker(bad, CLS, SEP)
+    with pytest.raises(ValueError, match=r"same batch size, got batch sizes \[2, 1\]"):
+        BertPacker(8, CLS, SEP)([tf.ragged.constant([[1], [2]]), tf.ragged.constant([[3]])])
+    with pytest.raises(ValueError, match=r"one or more segments"):
+        BertPacker(8, CLS, SEP)([])
 
 
 def tf_text_packed(segments, seq_length, truncation):

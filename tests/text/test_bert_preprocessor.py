@@ -87,3 +87,16 @@ def test_bad_inputs_are_named(preprocessor):
         BertPreprocessor(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "a"], True, truncation="middle")
     with pytest.raises(ValueError, match="has no '\\[CLS\\]' token"):
         BertPreprocessor(["[PAD]", "[UNK]", "[SEP]", "a"], True)
+
+
+def test_segments_of_different_shapes_are_named(preprocessor):
+    # They failed deep in the graph (a stack of mismatched shapes) or blamed the tokenizer.
+    with pytest.raises(ValueError, match=r"same batch size, got batch sizes \[2, 1\]"):
+        preprocessor((tf.constant(["a", "b"]), tf.constant(["c"])))
+    with pytest.raises(ValueError, match=r"all be \[batch\] or all be \[\] \(one text each\), "
+                                         r"got shapes \[\(\), \(2,\)\]"):
+        preprocessor((tf.constant("a"), tf.constant(["c", "d"])))
+    with pytest.raises(ValueError, match=r"one or more segments.*got batch sizes \[\]"):
+        preprocessor(())
+    with pytest.raises(ValueError, match="seq_length must be an integer of at least 2"):
+        BertPreprocessor(minilm_vocab(), lower_case=True, seq_length=2.5)

@@ -1,3 +1,5 @@
+import pathlib
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -149,6 +151,20 @@ def test_bad_inputs_give_clear_errors(tmp_path):
         BertTokenizer(["a", "b"], lower_case=True)
     with pytest.raises(ValueError, match="has no '\\[CLS\\]' token"):
         tokenizer.token_id("[CLS]")
+    with pytest.raises(ValueError, match="lower_case must be True or False, got 'false'"):
+        BertTokenizer(["[UNK]", "a"], lower_case="false")
+    with pytest.raises(ValueError, match="special_tokens_in_strings must be True or False"):
+        BertTokenizer(["[UNK]", "a"], lower_case=True, special_tokens_in_strings="no")
+
+
+def test_vocab_as_a_path_object_and_as_a_dict():
+    # A pathlib.Path was "not iterable"; a dict was numbered in its order, not by its ids.
+    path = pathlib.Path(minilm_vocab())
+    texts = tf.constant(["Hello, unaffable world!"])
+    assert (BertTokenizer(path, lower_case=True).tokenize(texts).to_list()
+            == BertTokenizer(str(path), lower_case=True).tokenize(texts).to_list())
+    with pytest.raises(ValueError, match=r"got a dict; pass sorted\(vocab, key=vocab.get\)"):
+        BertTokenizer({"a": 1, "[UNK]": 0}, lower_case=True)
 
 
 def test_vocab_file_errors_name_the_file_and_line(tmp_path):
