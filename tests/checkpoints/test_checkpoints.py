@@ -18,9 +18,8 @@ import tensorflow as tf
 
 from bert_tf import BertConfig, BertEncoder, checkpoints
 from bert_tf.checkpoints import CheckpointMismatchError, UnsupportedCheckpointError
-from tests.cli.test_path_checks import error_output
 from tests.resources import REPO_ROOT
-from tests.tools.tool_runs import run_tool
+from tests.tools.tool_runs import error_output, run_tool
 
 SMALL = BertConfig(vocab_size=40, hidden_size=16, num_hidden_layers=2, num_attention_heads=4,
                    intermediate_size=24, max_position_embeddings=20)
@@ -476,7 +475,7 @@ def test_conversion_carries_the_stated_casing_and_refuses_a_contradicting_flag(e
     assert error_output(run) == (
         f"convert_checkpoint: error: --do_lower_case contradicts {cased}/tokenizer_config.json, "
         f"which says do_lower_case false (the casing its model was trained with); drop "
-        f"--do_lower_case (--helpshort lists the flags)")
+        "--do_lower_case")
     assert not os.path.exists(tmp_path / "refused")
 
     # Google's downloads state nothing: the flag records the casing, and without it none is.
@@ -511,7 +510,7 @@ def test_the_tool_names_a_missing_config_file_with_its_flag_and_all_problems_at_
                    f"--output_dir={output_dir}", f"--bert_config_file={tmp_path / 'no.json'}")
     assert error_output(run) == (
         f"convert_checkpoint: error: --output_dir {output_dir} is a file, not a directory; "
-        f"--bert_config_file {tmp_path / 'no.json'} does not exist (--helpshort lists the flags)")
+        f"--bert_config_file {tmp_path / 'no.json'} does not exist")
 
 
 # --- errors ---------------------------------------------------------------------------------------

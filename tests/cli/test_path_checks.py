@@ -5,7 +5,7 @@ import tensorflow as tf
 
 from bert_tf.cli.path_checks import file_problem, input_file_problem, output_dir_problem
 from tests.resources import REPO_ROOT
-from tests.tools.tool_runs import run_tool
+from tests.tools.tool_runs import error_output, run_tool
 
 TINY_CONFIG = f"{REPO_ROOT}/official_configs/bert_tiny.json"
 
@@ -49,14 +49,6 @@ def test_the_problem_of_one_of_several_files_names_the_kind_of_file_wanted(tmp_p
     assert file_problem(str(tmp_path), "text file") == f"{tmp_path} is a directory, not a text file"
     assert file_problem("/dev/null", "text file") == "/dev/null is not a regular file"
     assert file_problem(f"{tmp_path}/none.txt") == f"{tmp_path}/none.txt does not exist"
-
-
-def error_output(result):
-    """The failed tool's stderr, which must be its one error line."""
-    assert result.returncode == 1
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1, result.stderr
-    return lines[0]
 
 
 def test_fine_tuning_refuses_a_file_as_output_dir_and_a_directory_as_vocab_file(tmp_path):

@@ -39,6 +39,13 @@ def run_tool(tool, *flags, env=None, timeout=900):
                           timeout=timeout, env=tool_env(env))
 
 
+def error_output(result):
+    """The failed tool's stderr, which must be its one error line (exit status 1)."""
+    assert result.returncode == 1, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    return lines[0]
+
 def latest_step(directory):
     """The step of the newest checkpoint in `directory`, or None."""
     latest = tf.train.latest_checkpoint(str(directory))
