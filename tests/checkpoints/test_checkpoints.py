@@ -17,7 +17,7 @@ import pytest
 import tensorflow as tf
 
 from bert_tf import BertConfig, BertEncoder, checkpoints
-from bert_tf.checkpoints import CheckpointMismatchError, UnsupportedCheckpointError
+from bert_tf.checkpoints import CheckpointMismatchError, UnsupportedCheckpointError, sources
 from tests.resources import REPO_ROOT
 from tests.tools.tool_runs import error_output, run_tool
 
@@ -478,7 +478,8 @@ def test_conversion_carries_the_stated_casing_and_refuses_a_contradicting_flag(e
         "--do_lower_case")
     assert not os.path.exists(tmp_path / "refused")
 
-    # Google's downloads state nothing: the flag records the casing, and without it none is.
+    # A Google checkpoint in a directory of another name states nothing: the flag records the
+    # casing, and without it none is.
     prefix = write_google_checkpoint(str(tmp_path / "google"), google_arrays(encoder))
     run = run_tool("convert_checkpoint.py", f"--checkpoint={prefix}",
                    f"--output_dir={tmp_path / 'google_cased'}", "--nodo_lower_case")
@@ -488,6 +489,28 @@ def test_conversion_carries_the_stated_casing_and_refuses_a_contradicting_flag(e
     checkpoints.convert_checkpoint(prefix, str(tmp_path / "google_unknown"))
     assert _stated_casing(tmp_path / "google_unknown") is None
 
+
+def test_the_name_of_googles_download_states_its_casing(encoder, tmp_path):
+    # Original BERT's validate_case_matches_checkpoint: Google's directories name their casing.
+    cased = tmp_path / "multi_cased_L-2_H-16_A-2"
+    prefix = write_google_checkpoint(str(cased), google_arrays(encoder))
+    where = f"the name of Google's download {cased}"
+    assert sources.lower_case_beside_checkpoint(prefix) == (False, where)
+    assert sources.lower_case_beside_checkpoint(str(cased)) == (False, where)
+    for name in ("uncased_L-12_H-768_A-12", "wwm_uncased_L-24_H-1024_A-16",
+                 "multilingual_L-12_H-768_A-12", "chinese_L-12_H-768_A-12"):
+        (tmp_path / name).mkdir()
+        assert sources.lower_case_beside_checkpoint(str(tmp_path / name / "bert_model.ckpt"))[0]
+    assert sources.lower_case_beside_checkpoint(str(tmp_path / "my_cased_model")) is None
+
+    run = run_tool("convert_checkpoint.py", f"--checkpoint={prefix}",
+                   f"--output_dir={tmp_path / 'refused'}", "--do_lower_case")
+    assert error_output(run) == (
+        f"convert_checkpoint: error: --do_lower_case contradicts {where}, which says "
+        "do_lower_case false (the casing its model was trained with); drop --do_lower_case")
+    assert not os.path.exists(tmp_path / "refused")
+    checkpoints.convert_checkpoint(prefix, str(tmp_path / "converted"))
+    assert _stated_casing(tmp_path / "converted") == {"do_lower_case": False}
 
 def test_conversion_refuses_a_vocab_with_more_tokens_than_the_config_embeds(encoder, tmp_path):
     prefix = write_google_checkpoint(str(tmp_path / "google"), google_arrays(encoder))
