@@ -40,6 +40,7 @@ __all__ = list(_EXPORTS)
 def __getattr__(name):
     if name not in _EXPORTS:
         raise AttributeError(f"module 'bert_tf' has no attribute {name!r}")
+    keras_objects.register_if_keras_is_loaded()
     value = getattr(importlib.import_module(_EXPORTS[name]), name)
     globals()[name] = value
     return value
@@ -47,3 +48,10 @@ def __getattr__(name):
 
 def __dir__():
     return sorted(set(globals()) | set(_EXPORTS))
+
+
+# Last, once `__getattr__` exists for the modules it imports: `keras.models.load_model` then
+# finds this package's classes (see keras_objects).
+from bert_tf import keras_objects  # noqa: E402
+
+keras_objects.register_if_keras_is_loaded()
