@@ -32,6 +32,7 @@ from bert_tf.data.pretraining.masking import MaskedLmVocab
 from bert_tf.data.pretraining.corpus import (CorpusStatistics, file_names, input_bytes,
                                              read_document_chunks)
 from bert_tf.data.pretraining.instances import PretrainingInstanceBuilder
+from bert_tf.data.pretraining.records_dataset import INCOMPLETE_SUFFIX
 from bert_tf.file_io import output_file_problems
 from bert_tf.text.bert_tokenizer import BertTokenizer
 from bert_tf.text.vocab import load_vocab
@@ -135,7 +136,7 @@ def write_pretraining_data(input_files, output_files, vocab_file, do_lower_case,
 
 def _temporary(path):
     """Where the output file `path` is written until it is complete."""
-    return f"{path}.incomplete"
+    return path + INCOMPLETE_SUFFIX
 
 
 @contextlib.contextmanager
