@@ -209,6 +209,15 @@ def test_files_without_tokens_are_an_error_naming_them(tmp_path, tokenizer, next
                                 next_sentence=next_sentence)
 
 
+def test_records_given_as_text_are_refused(tmp_path, text_file, tokenizer):
+    # --input_text_file naming --input_file's records trained on their bytes as text.
+    records = tmp_path / "train.tfrecord"
+    write_pretraining_records(records, 50)
+    with pytest.raises(ValueError, match=f"^{re.escape(str(records))} is a TFRecord file"):
+        dynamic_masking_dataset([text_file, str(records)], BATCH, SEQ_LENGTH, PREDICTIONS,
+                                tokenizer=tokenizer)
+
+
 def test_pairs_need_a_second_segment_or_a_second_document(tmp_path, tokenizer):
     def dataset(*texts, next_sentence=True):
         files = []
