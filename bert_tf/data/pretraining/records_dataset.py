@@ -101,7 +101,11 @@ def expand_input_files(patterns, flag="--input_file"):
         if not pattern:
             continue
         # tf.io.gfile: the same globs on gs:// (Cloud TPU jobs read their data there).
-        matches = [m for m in tf.io.gfile.glob(pattern) if not tf.io.gfile.isdir(m)]
+        found = tf.io.gfile.glob(pattern)
+        matches = [m for m in found if not tf.io.gfile.isdir(m)]
+        if len(found) == 1 and not matches:
+            raise InputFileError(f"{flag}: {found[0]!r} is a directory: name its files, e.g. "
+                                 f"{tf.io.gfile.join(found[0], '*')!r}")
         if not matches:
             raise InputFileError(f"{flag}: {pattern!r} matches no file")
         files.update(matches)

@@ -143,6 +143,11 @@ def test_input_file_globs(records, tmp_path):
         expand_input_files(f"{directory}/a.tfrecord,{directory}/nothing*")
     with pytest.raises(InputFileError, match="--eval_input_file is empty"):
         expand_input_files(" ", flag="--eval_input_file")
+    # A directory named for its files: "matches no file" alone did not say why.
+    with pytest.raises(InputFileError, match=(
+            rf"^--input_file: '{directory}' is a directory: name its files, e.g. "
+            rf"'{directory}/\*'$")):
+        expand_input_files(directory)
 
 
 def test_input_file_globs_refuse_an_interrupted_create_pretraining_data_output(tmp_path):
