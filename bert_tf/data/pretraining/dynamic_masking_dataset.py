@@ -91,6 +91,10 @@ def dynamic_masking_dataset(files, global_batch_size, max_seq_length, max_predic
     if max_seq_length < min_length:
         raise ValueError(f"max_seq_length must be at least {min_length} ([CLS], [SEP]s and one "
                          f"piece per segment), got {max_seq_length}.")
+    # 0 would train the next-sentence head alone, silently; below, a shape error in the graph.
+    if max_predictions_per_seq < 1:
+        raise ValueError(f"max_predictions_per_seq must be at least 1, got "
+                         f"{max_predictions_per_seq}.")
     if not files:
         raise ValueError("dynamic_masking_dataset needs at least one text file.")
     if read_lines is None:

@@ -190,6 +190,10 @@ def test_bad_arguments_are_named(text_file, tokenizer):
         dynamic_masking_dataset([text_file], 8, 4, 2, tokenizer=tokenizer)
     with pytest.raises(ValueError, match="at least one text file"):
         dynamic_masking_dataset([], 8, 16, 2, tokenizer=tokenizer)
+    for predictions in (0, -1):
+        with pytest.raises(ValueError, match=f"^max_predictions_per_seq must be at least 1, got "
+                                             f"{predictions}.$"):
+            dynamic_masking_dataset([text_file], 8, 16, predictions, tokenizer=tokenizer)
 
 
 @pytest.mark.parametrize("next_sentence", [True, False], ids=["pairs", "segments"])
