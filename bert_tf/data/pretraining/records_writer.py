@@ -23,7 +23,9 @@ import contextlib
 import multiprocessing
 import os
 import random
+import signal
 import sys
+import threading
 import time
 
 import tensorflow as tf
@@ -113,8 +115,11 @@ def write_pretraining_data(input_files, output_files, vocab_file, do_lower_case,
                         initializer=_start_worker, initargs=(*settings, num_workers)) as pool:
                     in_flight = collections.deque()
                     for index, documents in enumerate(chunks):
-                        in_flight.append((pool.submit(_process_chunk, index, documents),
-                                          statistics.bytes))
+                        # The first submissions start the workers.
+                        with (_sigint_ignored() if index < num_workers
+                              else contextlib.nullcontext()):
+                            future = pool.submit(_process_chunk, index, documents)
+                        in_flight.append((future, statistics.bytes))
                         if len(in_flight) >= 2 * num_workers:
                             future, bytes_done = in_flight.popleft()
                             write(future.result(), bytes_done)
@@ -136,6 +141,22 @@ def write_pretraining_data(input_files, output_files, vocab_file, do_lower_case,
                              f"{statistics.bytes:,} bytes, {statistics.documents:,} documents "
                              f"with tokens){encoding}; nothing written")
     return statistics
+
+
+@contextlib.contextmanager
+def _sigint_ignored():
+    """Ignores Ctrl-C (SIGINT) in this block: a worker process started in it ignores it for
+    good (an ignored signal stays ignored across exec, and Python then installs no handler).
+    Ctrl-C reaches every process of the terminal's group: this process says `interrupted` in
+    one line and stops the pool, where each worker starting up printed its traceback."""
+    if threading.current_thread() is not threading.main_thread():  # no signal handling there
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _temporary(path):
