@@ -19,9 +19,9 @@ RESERVED_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 def load_vocab(path):
     """The tokens of the vocabulary file `path`, in id order.
 
-    Like the original `load_vocab`, surrounding whitespace of each line is ignored. Empty lines
-    and repeated tokens are errors: the original silently gives a repeated token the later id,
-    which leaves an id that nothing maps to.
+    Like the original `load_vocab`, surrounding whitespace of each line is ignored. An empty
+    file, empty lines and repeated tokens are errors: the original silently gives a repeated
+    token the later id, which leaves an id that nothing maps to.
 
     Example:
         >>> load_vocab("vocab.txt")[:5]
@@ -46,6 +46,8 @@ def load_vocab(path):
                              f"repeats line {seen[token]}.")
         seen[token] = line_number
         tokens.append(token)
+    if not tokens:  # a tokenizer, an export or a run's copy of it would be of no use
+        raise ValueError(f"Vocabulary file {path} is empty.")
     return tokens
 
 

@@ -1,9 +1,10 @@
-"""Learning a vocabulary: `vocab_size` is a bound, never passed."""
+"""Vocabulary files: an empty one is refused; learning one: `vocab_size` is a bound, never
+passed."""
 
 import pytest
 from tensorflow_text.tools.wordpiece_vocab import wordpiece_tokenizer_learner_lib
 
-from bert_tf.text.vocab import RESERVED_TOKENS, learn_vocab
+from bert_tf.text.vocab import RESERVED_TOKENS, learn_vocab, load_vocab
 
 # tf.text's search stops at 19 tokens for 18 on these counts.
 COUNTS = {"adfe": 5, "dfba": 6, "acfc": 4, "eb": 10, "ebdf": 1, "db": 10}
@@ -25,3 +26,11 @@ def test_characters_that_do_not_fit_are_an_error():
             r"lower max_unique_chars$")):
         learn_vocab(counts, 400)
     assert len(learn_vocab(counts, 400, max_unique_chars=150)) <= 400
+
+
+def test_an_empty_vocabulary_file_is_refused(tmp_path):
+    # run_pretraining trained with it and copied it beside its checkpoints as their vocab.txt.
+    empty = tmp_path / "vocab.txt"
+    empty.write_bytes(b"")
+    with pytest.raises(ValueError, match=f"^Vocabulary file {empty} is empty.$"):
+        load_vocab(str(empty))
