@@ -4,9 +4,9 @@ Text goes through the same in-graph basic tokenization as the model's inputs (cl
 punctuation splitting, and with --do_lower_case accent stripping + lower-casing), so the learned
 pieces are exactly what `BertTokenizer` will look up. Files are streamed line by line in
 batches, so their size does not matter; lines with invalid UTF-8 are kept, their invalid bytes
-dropped (TFRecord and GZIP files are refused, not read as text). The vocabulary starts with [PAD] [UNK] [CLS] [SEP] [MASK] (ids 0-4), then every kept
-character alone and as a `##` continuation, then word pieces by frequency, at most
---vocab_size tokens in all.
+dropped (TFRecord and GZIP files are refused, not read as text). The vocabulary starts with
+[PAD] [UNK] [CLS] [SEP] [MASK] (ids 0-4), then every kept character alone and as a `##`
+continuation, then word pieces by frequency, at most --vocab_size tokens in all.
 
 Example:
     bert-tf-build-vocab --input_file='corpus/*.txt' --output_file=vocab.txt \\
