@@ -4,9 +4,9 @@ Text goes through the same in-graph basic tokenization as the model's inputs (cl
 punctuation splitting, and with --do_lower_case accent stripping + lower-casing), so the learned
 pieces are exactly what `BertTokenizer` will look up. Files are streamed line by line in
 batches, so their size does not matter; lines with invalid UTF-8 are kept, their invalid bytes
-dropped. The vocabulary starts with [PAD] [UNK] [CLS] [SEP] [MASK] (ids 0-4), then every kept
-character alone and as a `##` continuation, then word pieces by frequency, at most
---vocab_size tokens in all.
+dropped (TFRecord and GZIP files are refused, not read as text). The vocabulary starts with
+[PAD] [UNK] [CLS] [SEP] [MASK] (ids 0-4), then every kept character alone and as a `##`
+continuation, then word pieces by frequency, at most --vocab_size tokens in all.
 
 Example:
     bert-tf-build-vocab --input_file='corpus/*.txt' --output_file=vocab.txt \\
@@ -37,8 +37,22 @@ def define_flags():
 def input_paths(patterns):
     """The files named by comma-separated paths/glob patterns; an error names a pattern that
     matches nothing, and every path named or matched that is not a readable regular file (a
-    directory would read as empty text)."""
+    directory would read as empty text) or is no text (records, GZIP: their bytes would give a
+    vocabulary of garbage)."""
     import tensorflow as tf
+
+    from bert_tf.data.pretraining.corpus import check_text_file
+    from bert_tf.data.pretraining.records_dataset import InputFileError
+
+    def text_problem(path):
+        problem = file_problem(path, "text file")
+        if problem:
+            return problem
+        try:
+            check_text_file(path)
+        except InputFileError as error:
+            return str(error)
+        return None
 
     paths = []
     for pattern in filter(None, (p.strip() for p in patterns.split(","))):
@@ -46,7 +60,7 @@ def input_paths(patterns):
         if not matches:
             raise FileNotFoundError(f"--input_file: no file matches {pattern!r}")
         paths.extend(matches)
-    problems = list(filter(None, (file_problem(path, "text file") for path in paths)))
+    problems = list(filter(None, map(text_problem, paths)))
     if problems:
         raise ValueError(f"--input_file: {'; '.join(problems)}")
     return paths

@@ -61,6 +61,8 @@ _JOB_FLAGS = ("input_file", "input_text_file", "tfds_name", "eval_input_file",
 _TEXT_INPUT_DEFAULTS = {"max_seq_length": 128, "max_predictions_per_seq": 20}
 # Percent of --num_train_steps that warm up when --num_warmup_steps is not given.
 WARMUP_PERCENT = 10
+_NOTHING_TO_EVALUATE = ("--nodo_train --do_eval needs a checkpoint: --output_dir has none and "
+                        "--init_checkpoint is not set")
 # Records whose token ids are checked against the config's vocab_size before training: one
 # file's first records, a fraction of a second (its other records and files are not read).
 _CHECKED_RECORDS = 256
@@ -202,12 +204,16 @@ def _input_problems(job):
         problems.append("--eval_input_file (records) or --input_file is required to evaluate")
     if job.export_dir and not job.vocab_file:
         problems.append("--export_dir needs --vocab_file (the SavedModel carries it)")
+    without_checkpoint = (not job.do_train and job.output_dir
+                          and not _has_checkpoint_state(job.output_dir))
     # Exports are versioned by the global step: without training, only a checkpoint of this
     # job (step > 0) has one; weights from --init_checkpoint are at step 0.
-    if (job.export_dir and not job.do_train and job.output_dir
-            and not _has_checkpoint_state(job.output_dir)):
+    if job.export_dir and without_checkpoint:
         problems.append("--export_dir with --nodo_train exports the checkpoint in --output_dir, "
                         "which has none (export converted weights with export_savedmodel)")
+    # Before the run's files are written: they would mark --output_dir as this tool's run.
+    if job.do_eval and without_checkpoint and not job.init_checkpoint:
+        problems.append(_NOTHING_TO_EVALUATE)
     return problems
 
 
@@ -460,8 +466,7 @@ def main():
     elif job.init_checkpoint:
         restore_weights(trainer.model, job.init_checkpoint, pretraining_heads=True)
     else:
-        raise app.UsageError("--nodo_train --do_eval needs a checkpoint: --output_dir has none "
-                             "and --init_checkpoint is not set")
+        raise app.UsageError(_NOTHING_TO_EVALUATE)
 
     step = int(trainer.global_step.numpy())
     if evaluation and evaluation.step != step:

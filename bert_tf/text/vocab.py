@@ -19,9 +19,9 @@ RESERVED_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 def load_vocab(path):
     """The tokens of the vocabulary file `path`, in id order.
 
-    Like the original `load_vocab`, surrounding whitespace of each line is ignored. Empty lines
-    and repeated tokens are errors: the original silently gives a repeated token the later id,
-    which leaves an id that nothing maps to.
+    Like the original `load_vocab`, surrounding whitespace of each line is ignored. An empty
+    file, empty lines and repeated tokens are errors: the original silently gives a repeated
+    token the later id, which leaves an id that nothing maps to.
 
     Example:
         >>> load_vocab("vocab.txt")[:5]
@@ -46,6 +46,8 @@ def load_vocab(path):
                              f"repeats line {seen[token]}.")
         seen[token] = line_number
         tokens.append(token)
+    if not tokens:  # a tokenizer, an export or a run's copy of it would be of no use
+        raise ValueError(f"Vocabulary file {path} is empty.")
     return tokens
 
 
@@ -79,11 +81,13 @@ def count_words(lines, lower_case, batch_size=4096):
 
 
 def learn_vocab(word_counts, vocab_size, reserved_tokens=RESERVED_TOKENS, **learn_params):
-    """Learns a WordPiece vocabulary of roughly `vocab_size` tokens from `word_counts`.
+    """Learns a WordPiece vocabulary of at most `vocab_size` tokens from `word_counts`.
 
-    The size is a target, not a bound: tf.text binary-searches a count threshold and may stop
-    up to ~5 % above it, or well below on a small corpus (6,393 tokens for 8,192 on the 4 MB
-    Gutenberg sample).
+    The size is a bound, not a target: tf.text binary-searches a count threshold and may stop
+    below it, well below on a small corpus (6,393 tokens for 8,192 on the 4 MB Gutenberg
+    sample), or above it (a config of `vocab_size` then cannot take the vocabulary), when the
+    least frequent word pieces are dropped. Characters that need more room than `vocab_size`
+    alone and as `##` continuations are a ValueError.
 
     Uses tf.text's implementation of the BERT vocabulary learner (the frequency-threshold
     algorithm of tensor2tensor, binary-searched to the target size): the reserved tokens first,
@@ -96,9 +100,25 @@ def learn_vocab(word_counts, vocab_size, reserved_tokens=RESERVED_TOKENS, **lear
                          f"{len(reserved_tokens)} reserved tokens.")
     if not word_counts:
         raise ValueError("No words to learn a vocabulary from: the input text is empty.")
-    return wordpiece_tokenizer_learner_lib.learn(
+    vocab = wordpiece_tokenizer_learner_lib.learn(
         dict(word_counts), vocab_size=vocab_size, reserved_tokens=list(reserved_tokens),
         **learn_params)
+    surplus = len(vocab) - vocab_size
+    if surplus <= 0:
+        return vocab
+    # Every character alone and as a continuation, so that every word can be tokenized; the
+    # rarest continuations come last, among the word pieces.
+    needed = {token for token in vocab if len(token) == 1 or (
+        token.startswith("##") and len(token) == 3)}.union(reserved_tokens)
+    pieces = [token for token in vocab if token not in needed]
+    if len(pieces) < surplus:
+        characters = sum(len(token) == 1 for token in vocab)
+        raise ValueError(f"vocab_size {vocab_size} is too small for the {characters:,} "
+                         f"characters of the text: they need {len(needed):,} tokens with the "
+                         f"reserved ones and the ## continuations; raise vocab_size or lower "
+                         f"max_unique_chars")
+    dropped = set(pieces[-surplus:])
+    return [token for token in vocab if token not in dropped]
 
 
 def _batches(lines, batch_size):

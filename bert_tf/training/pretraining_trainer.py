@@ -21,6 +21,10 @@ from bert_tf.training.summaries import write_scalars
 
 logger = logging.getLogger("bert_tf.training")
 
+# The progress bar's columns, in this order: Keras keeps a bar's `stateful_metrics` in a set,
+# whose order (the hash seed's) changed from one run to the next.
+_PROGRESS_METRICS = ("loss", "masked_lm_accuracy", "next_sentence_accuracy")
+
 
 class PretrainingTrainer:
     """Trains a `BertPretrainer` with a custom, distributed, optionally XLA-compiled step.
@@ -224,8 +228,7 @@ class PretrainingTrainer:
                   else tf.summary.create_noop_writer())
         progbar = ResumableProgbar(self.num_train_steps, initial_step=step,
                                    verbose=1 if chief and progress else 0,
-                                   stateful_metrics=("loss", "masked_lm_accuracy",
-                                                     "next_sentence_accuracy"))
+                                   stateful_metrics=_PROGRESS_METRICS)
         progbar.update(step)
         metrics = {}
         while step < self.num_train_steps:
@@ -241,7 +244,7 @@ class PretrainingTrainer:
                 "examples_per_second": num_steps * self.global_batch_size / seconds,
                 "steps_per_second": num_steps / seconds})
             writer.flush()  # a killed job keeps its curve up to the kill
-            progbar.update(step, [(name, metrics[name]) for name in progbar.stateful_metrics])
+            progbar.update(step, [(name, metrics[name]) for name in _PROGRESS_METRICS])
             if step % save_checkpoints_steps == 0 or step == self.num_train_steps:
                 manager.save(checkpoint_number=step)
                 if after_checkpoint:

@@ -1,3 +1,4 @@
+import gzip
 import os
 
 import pytest
@@ -5,6 +6,7 @@ import tensorflow as tf
 
 from bert_tf.text.bert_tokenizer import BertTokenizer
 from bert_tf.text.vocab import RESERVED_TOKENS, load_vocab
+from tests.data.pretraining.records import write_pretraining_records
 from tests.tools.tool_runs import run_tool
 
 TOOL = "build_vocab.py"
@@ -70,6 +72,21 @@ def test_inputs_that_are_not_text_files_are_named(corpus, tmp_path):
     assert result.stderr.strip() == (
         f"build_vocab: error: --input_file: {tmp_path}/texts is a directory, not a text file; "
         f"/dev/null is not a regular file")
+    assert not os.path.exists(tmp_path / "vocab.txt")
+
+
+def test_inputs_that_are_records_or_compressed_are_named(corpus, tmp_path):
+    # Read as text, their bytes made a vocabulary of garbage, silently.
+    records = tmp_path / "train.tfrecord"
+    write_pretraining_records(records, 20)
+    (tmp_path / "corpus.txt.gz").write_bytes(gzip.compress(CORPUS.encode()))
+    result = run_tool(TOOL, f"--input_file={records},{corpus}/a.txt,{tmp_path}/corpus.txt.gz",
+                      f"--output_file={tmp_path}/vocab.txt")
+    assert result.returncode == 1
+    assert result.stderr.strip() == (
+        f"build_vocab: error: --input_file: {records} is a TFRecord file (pre-training "
+        f"records?), not text: give records to run_pretraining's --input_file; "
+        f"{tmp_path}/corpus.txt.gz is GZIP-compressed, not text: decompress it (gunzip)")
     assert not os.path.exists(tmp_path / "vocab.txt")
 
 

@@ -1,10 +1,13 @@
 """`tools/create_pretraining_data.py` as a user runs it: flags, parallel workers, the report."""
 
 import os
+import signal
+import subprocess
+import time
 
 from bert_tf.data.pretraining.records_writer import write_pretraining_data
 from tests.data.pretraining.toy_corpus import numbered_documents, write_corpus, write_vocab
-from tests.tools.tool_runs import run_tool
+from tests.tools.tool_runs import run_tool, tool_command, tool_env
 
 TOOL = "create_pretraining_data.py"
 
@@ -60,4 +63,29 @@ def test_an_output_file_that_is_an_input_file_is_refused(tmp_path):
         f"other output files")
     with open(corpus, "rb") as f:
         assert f.read() == text
+    assert sorted(os.listdir(tmp_path)) == ["corpus.txt", "vocab.txt"]
+
+
+def test_ctrl_c_while_the_workers_start_is_one_line(tmp_path):
+    corpus = write_corpus(tmp_path / "corpus.txt", numbered_documents([3, 1, 6, 2, 5, 4, 2], 4))
+    with open(corpus, "rb") as f:
+        text = f.read()
+    with open(corpus, "wb") as f:
+        f.write(text * 50)  # a hundred chunks or so
+    command = tool_command(TOOL, f"--input_file={corpus}", f"--output_file={tmp_path}/out",
+                           f"--vocab_file={write_vocab(tmp_path)}", "--max_seq_length=20",
+                           "--max_predictions_per_seq=3", "--num_workers=2",
+                           "--chunk_size_mb=0.0001")
+    # Ctrl-C signals the terminal's whole process group: the tool and its workers, which
+    # take seconds to import TensorFlow. Each printed its KeyboardInterrupt traceback.
+    process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, env=tool_env(),
+                               start_new_session=True,
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    assert process.stderr.readline().startswith("Reading 1 files, writing 1 files")
+    time.sleep(1.5)
+    os.killpg(process.pid, signal.SIGINT)
+    stderr = process.communicate(timeout=300)[1]
+    assert process.returncode == -signal.SIGINT
+    assert "Traceback" not in stderr
+    assert stderr.splitlines()[-1] == "create_pretraining_data: interrupted"
     assert sorted(os.listdir(tmp_path)) == ["corpus.txt", "vocab.txt"]

@@ -162,6 +162,18 @@ def test_without_the_other_input_flags_it_lists_what_is_missing(data):
             "none") in result.stderr
 
 
+def test_evaluating_without_a_checkpoint_is_refused_before_writing(data, tmp_path):
+    output_dir = tmp_path / "new"
+    result = run_tool(TOOL, f"--bert_config_file={data['config']}", f"--output_dir={output_dir}",
+                      "--nodo_train", "--do_eval", f"--eval_input_file={data['heldout']}")
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines()[0] == (
+        "run_pretraining: error: --nodo_train --do_eval needs a checkpoint: --output_dir has none "
+        "and --init_checkpoint is not set")
+    # Its run.json would have refused the directory to every other tool.
+    assert not output_dir.exists()
+
+
 def _files(directory):
     return {name: open(os.path.join(directory, name), "rb").read()
             for name in os.listdir(directory) if os.path.isfile(os.path.join(directory, name))}

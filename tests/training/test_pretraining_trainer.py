@@ -13,7 +13,9 @@ import tensorflow as tf
 from bert_tf import BertConfig
 from bert_tf.checkpoints import read_weights
 from bert_tf.data.pretraining.records_dataset import training_dataset
+from bert_tf.training import pretraining_trainer
 from bert_tf.training.pretraining_trainer import PretrainingTrainer
+from bert_tf.training.resumable_progbar import ResumableProgbar
 from tests.checkpoints.test_checkpoints import SMALL as GOOGLE_CONFIG
 from tests.checkpoints.test_checkpoints import (google_arrays, random_encoder, random_heads,
                                                 write_google_checkpoint)
@@ -113,6 +115,30 @@ def test_resume_restores_everything_and_other_tools_read_the_run(files, tmp_path
     weights = read_weights(output_dir, config=GOOGLE_CONFIG)
     for name, array in heads.items():
         np.testing.assert_array_equal(weights.arrays[name], array)
+
+
+class _ReversedSet(set):
+    """A set iterated in reverse sorted order: any order a hash seed may give."""
+
+    def __iter__(self):
+        return iter(sorted(super().__iter__(), reverse=True))
+
+
+def test_the_progress_bar_shows_its_metrics_in_one_order(files, tmp_path, monkeypatch):
+    shown = []
+
+    class RecordingProgbar(ResumableProgbar):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.stateful_metrics = _ReversedSet(self.stateful_metrics)
+
+        def update(self, current, values=None, **kwargs):
+            shown.append([name for name, _ in values or []])
+            super().update(current, values, **kwargs)
+
+    monkeypatch.setattr(pretraining_trainer, "ResumableProgbar", RecordingProgbar)
+    make_trainer(num_train_steps=2).train(dataset_fn(files), str(tmp_path), progress=False)
+    assert shown == [[]] + [["loss", "masked_lm_accuracy", "next_sentence_accuracy"]] * 2
 
 
 def test_bad_arguments_are_clear_errors():

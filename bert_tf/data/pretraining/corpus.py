@@ -27,7 +27,8 @@ import collections
 
 import tensorflow as tf
 
-from bert_tf.data.pretraining.records_dataset import InputFileError
+from bert_tf.data.pretraining.records_dataset import (InputFileError, compression_type,
+                                                      read_records)
 
 
 class CorpusStatistics:
@@ -116,12 +117,39 @@ def input_bytes(files):
     return sum(tf.io.gfile.stat(path).length for path in files)
 
 
+def check_text_file(path):
+    """Raises `InputFileError` when `path` holds pre-training records (a TFRecord file, GZIP or
+    not) or GZIP-compressed data instead of text: read as text, the few of its lines that
+    happen to be valid UTF-8 would make examples of garbage, silently. A file that cannot be
+    read passes: reading it names the problem.
+
+    Example:
+        >>> check_text_file("data/train.tfrecord")
+        InputFileError: data/train.tfrecord is a TFRecord file (pre-training records?), not
+        text: give records to run_pretraining's --input_file
+    """
+    try:
+        compressed = compression_type(path)
+        # A text file fails TFRecord's check of its first record's length (a CRC).
+        is_records = next(iter(read_records(path).take(1)), None) is not None
+    except InputFileError:
+        return
+    except tf.errors.OpError:
+        is_records = False
+    if is_records:
+        raise InputFileError(f"{path} is a TFRecord file (pre-training records?), not text: "
+                             f"give records to run_pretraining's --input_file")
+    if compressed:
+        raise InputFileError(f"{path} is GZIP-compressed, not text: decompress it (gunzip)")
+
+
 def utf8_lines(path, statistics):
     """Yields `(line, size)` for each line of `path` that is UTF-8 text: the decoded line (with
     its line break) and its size in bytes. Counts the file, lines and bytes into `statistics`;
     a line that is not UTF-8 is skipped and counted in `statistics.invalid_utf8_lines` (real
     corpora hold a few; the original tool would crash), a file that cannot be read is an
-    `InputFileError` naming it."""
+    `InputFileError` naming it, and so is one that is no text (`check_text_file`)."""
+    check_text_file(path)
     statistics.files += 1
     try:
         with tf.io.gfile.GFile(path, "rb") as reader:

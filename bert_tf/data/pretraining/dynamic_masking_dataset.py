@@ -37,7 +37,7 @@ Example:
 
 import tensorflow as tf
 
-from bert_tf.data.pretraining.corpus import file_names
+from bert_tf.data.pretraining.corpus import check_text_file, file_names
 from bert_tf.data.pretraining.masking import MASKED_LM_PROB, MaskedLmVocab, mask_batch
 from bert_tf.text.bert_packer import BertPacker
 
@@ -67,7 +67,8 @@ def dynamic_masking_dataset(files, global_batch_size, max_seq_length, max_predic
     """An endless stream of per-replica pre-training batches made from text `files`.
 
     Files from which no example can be made (no line with tokens; with next-sentence
-    prediction, a single document of a single segment) are a ValueError naming them.
+    prediction, a single document of a single segment) are a ValueError naming them, and so
+    are text files that are no text (`corpus.check_text_file`: records, GZIP).
 
     Args:
       files: text files, the same sorted list on every worker (`expand_input_files`).
@@ -90,8 +91,15 @@ def dynamic_masking_dataset(files, global_batch_size, max_seq_length, max_predic
     if max_seq_length < min_length:
         raise ValueError(f"max_seq_length must be at least {min_length} ([CLS], [SEP]s and one "
                          f"piece per segment), got {max_seq_length}.")
+    # 0 would train the next-sentence head alone, silently; below, a shape error in the graph.
+    if max_predictions_per_seq < 1:
+        raise ValueError(f"max_predictions_per_seq must be at least 1, got "
+                         f"{max_predictions_per_seq}.")
     if not files:
         raise ValueError("dynamic_masking_dataset needs at least one text file.")
+    if read_lines is None:
+        for path in files:
+            check_text_file(path)
     vocab = MaskedLmVocab(tokenizer.vocab)
     num_pipelines = input_context.num_input_pipelines if input_context else 1
     pipeline_id = input_context.input_pipeline_id if input_context else 0

@@ -132,7 +132,7 @@ def prepare_pretraining_inputs(directory, documents, *, config_name, vocab_size,
         the corpus files do not exist yet.
       config_name: a config of `official_configs/` (`BertConfig.from_name`); its
         `vocab_size` becomes the learned vocabulary's.
-      vocab_size: the target size of the learned vocabulary (`learn_vocab`: not a bound).
+      vocab_size: the most tokens of the learned vocabulary (`learn_vocab`).
       do_lower_case: an uncased vocabulary and tokenization.
       max_seq_length, max_predictions_per_seq, masked_lm_prob, dupe_factor: the training
         records' `create_pretraining_data.py` flags; `max_predictions_per_seq` defaults to

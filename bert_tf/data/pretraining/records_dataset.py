@@ -47,6 +47,9 @@ _FLOAT_FEATURES = ("masked_lm_weights",)
 # a larger buffer mixes better across the interleaved files at a few MB of host memory.
 _SHUFFLE_BUFFER_RECORDS = 1000
 _MAX_PARALLEL_FILES = 8
+# What create_pretraining_data names an output file until all of them are complete
+# (`records_writer`): a run killed before then leaves it behind, part written.
+INCOMPLETE_SUFFIX = ".incomplete"
 # RFC 1952: ID1 ID2 and CM=8 (deflate), the only method GZIP defines. A plain TFRecord file
 # starts with its first record's length as a little-endian uint64: it would have to be
 # exactly 0x...088b1f bytes long (over 500 kB) to look like this.
@@ -87,7 +90,9 @@ def expand_input_files(patterns, flag="--input_file"):
 
     Sorted, so every worker of a multi-worker job sees the same list and shards it the same
     way. A pattern matching nothing is an error naming it: a typo must not silently train on
-    fewer files.
+    fewer files. So is a match that an interrupted create_pretraining_data left unfinished
+    (`FILE-00000-of-00008.incomplete` matches `FILE-*`): training would read its first part,
+    then fail at its cut-off last record.
     """
     if not patterns or not patterns.strip():
         raise InputFileError(f"{flag} is empty: give comma-separated globs of TFRecord files")
@@ -96,10 +101,20 @@ def expand_input_files(patterns, flag="--input_file"):
         if not pattern:
             continue
         # tf.io.gfile: the same globs on gs:// (Cloud TPU jobs read their data there).
-        matches = [m for m in tf.io.gfile.glob(pattern) if not tf.io.gfile.isdir(m)]
+        found = tf.io.gfile.glob(pattern)
+        matches = [m for m in found if not tf.io.gfile.isdir(m)]
+        if len(found) == 1 and not matches:
+            raise InputFileError(f"{flag}: {found[0]!r} is a directory: name its files, e.g. "
+                                 f"{tf.io.gfile.join(found[0], '*')!r}")
         if not matches:
             raise InputFileError(f"{flag}: {pattern!r} matches no file")
         files.update(matches)
+    unfinished = sorted(path for path in files if path.endswith(INCOMPLETE_SUFFIX))
+    if unfinished:
+        more = f" (and {len(unfinished) - 1} more)" if len(unfinished) > 1 else ""
+        raise InputFileError(
+            f"{flag}: {unfinished[0]}{more} is an unfinished output of a create_pretraining_data "
+            f"run that was interrupted; run it again to complete it, or delete the file")
     return sorted(files)
 
 

@@ -23,7 +23,9 @@ import contextlib
 import multiprocessing
 import os
 import random
+import signal
 import sys
+import threading
 import time
 
 import tensorflow as tf
@@ -32,6 +34,7 @@ from bert_tf.data.pretraining.masking import MaskedLmVocab
 from bert_tf.data.pretraining.corpus import (CorpusStatistics, file_names, input_bytes,
                                              read_document_chunks)
 from bert_tf.data.pretraining.instances import PretrainingInstanceBuilder
+from bert_tf.data.pretraining.records_dataset import INCOMPLETE_SUFFIX
 from bert_tf.file_io import output_file_problems
 from bert_tf.text.bert_tokenizer import BertTokenizer
 from bert_tf.text.vocab import load_vocab
@@ -112,8 +115,11 @@ def write_pretraining_data(input_files, output_files, vocab_file, do_lower_case,
                         initializer=_start_worker, initargs=(*settings, num_workers)) as pool:
                     in_flight = collections.deque()
                     for index, documents in enumerate(chunks):
-                        in_flight.append((pool.submit(_process_chunk, index, documents),
-                                          statistics.bytes))
+                        # The first submissions start the workers.
+                        with (_sigint_ignored() if index < num_workers
+                              else contextlib.nullcontext()):
+                            future = pool.submit(_process_chunk, index, documents)
+                        in_flight.append((future, statistics.bytes))
                         if len(in_flight) >= 2 * num_workers:
                             future, bytes_done = in_flight.popleft()
                             write(future.result(), bytes_done)
@@ -126,16 +132,36 @@ def write_pretraining_data(input_files, output_files, vocab_file, do_lower_case,
             progress.close(statistics, statistics.bytes)
         if not statistics.instances:
             # Empty record files would only fail later, in run_pretraining, far from the cause.
+            # Text in another encoding (Latin-1, say) gets here with every line skipped.
+            invalid = sum(statistics.invalid_utf8_lines.values())
+            encoding = (f"; {invalid:,} lines are not valid UTF-8: convert the text to UTF-8 "
+                        f"(e.g. iconv -f latin1 -t utf-8)" if invalid else "")
             raise ValueError(f"{file_names(input_files) or 'the input'}: no text to make "
                              f"pre-training instances from ({statistics.lines:,} lines, "
                              f"{statistics.bytes:,} bytes, {statistics.documents:,} documents "
-                             f"with tokens); nothing written")
+                             f"with tokens){encoding}; nothing written")
     return statistics
+
+
+@contextlib.contextmanager
+def _sigint_ignored():
+    """Ignores Ctrl-C (SIGINT) in this block: a worker process started in it ignores it for
+    good (an ignored signal stays ignored across exec, and Python then installs no handler).
+    Ctrl-C reaches every process of the terminal's group: this process says `interrupted` in
+    one line and stops the pool, where each worker starting up printed its traceback."""
+    if threading.current_thread() is not threading.main_thread():  # no signal handling there
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _temporary(path):
     """Where the output file `path` is written until it is complete."""
-    return f"{path}.incomplete"
+    return path + INCOMPLETE_SUFFIX
 
 
 @contextlib.contextmanager

@@ -64,6 +64,16 @@ class TfdsText:
             raise TfdsInputError(f"TFDS dataset {builder.info.full_name} has no feature "
                                  f"{text_key!r} (--tfds_text_key); its features are "
                                  f"{', '.join(builder.info.features)}")
+        feature = builder.info.features[text_key]
+        # One document is one string: a label or a list of strings would fail at its first
+        # example, deep in the reading.
+        if getattr(feature, "tf_dtype", None) != tf.string or feature.shape != ():
+            texts = [name for name, other in builder.info.features.items()
+                     if getattr(other, "tf_dtype", None) == tf.string and other.shape == ()]
+            raise TfdsInputError(f"TFDS dataset {builder.info.full_name}: feature {text_key!r} "
+                                 f"(--tfds_text_key) is {type(feature).__name__}, not one "
+                                 f"text per example; its text features are "
+                                 f"{', '.join(texts) or 'none'}")
         if builder.info.file_format.value != "tfrecord":
             raise TfdsInputError(f"TFDS dataset {builder.info.full_name} is stored as "
                                  f"{builder.info.file_format.value}; pre-training reads "

@@ -1,9 +1,14 @@
 """Reading the text corpus: documents, chunks, and the counting of skipped lines."""
 
+import gzip
+import re
+
 import pytest
 
-from bert_tf.data.pretraining.corpus import CorpusStatistics, input_bytes, read_document_chunks
+from bert_tf.data.pretraining.corpus import (CorpusStatistics, check_text_file, input_bytes,
+                                             read_document_chunks)
 from bert_tf.data.pretraining.records_dataset import InputFileError
+from tests.data.pretraining.records import write_pretraining_records
 
 
 def write_bytes(path, data):
@@ -81,3 +86,24 @@ def test_statistics_merge_adds_counts():
     assert (total.instances, total.skipped_lines, total.empty_documents) == (14, 10, 2)
     assert "  4 lines skipped, no tokens after tokenization" in total.report()
     assert "  2 documents skipped, no tokens" in total.report()
+
+
+def test_records_and_gzip_files_are_no_text(tmp_path):
+    records = tmp_path / "train.tfrecord"
+    write_pretraining_records(records, 50)
+    gzip_records = write_bytes(tmp_path / "train.tfrecord.gz",
+                               gzip.compress(records.read_bytes()))
+    gzip_text = write_bytes(tmp_path / "corpus.txt.gz", gzip.compress(b"One.\nTwo.\n"))
+    for path in (str(records), gzip_records):
+        message = (f"{path} is a TFRecord file (pre-training records?), not text: give records "
+                   f"to run_pretraining's --input_file")
+        with pytest.raises(InputFileError, match=f"^{re.escape(message)}$"):
+            check_text_file(path)
+        # As text, their lines that happen to be valid UTF-8 made garbage documents.
+        with pytest.raises(InputFileError, match=f"^{re.escape(message)}$"):
+            read_all([path])
+    with pytest.raises(InputFileError, match=(
+            f"^{re.escape(gzip_text)} is GZIP-compressed, not text: decompress it \\(gunzip\\)$")):
+        read_all([gzip_text])
+    for text in (b"", b"One.", b"One.\nTwo.\n" * 1000):
+        check_text_file(write_bytes(tmp_path / "text.txt", text))

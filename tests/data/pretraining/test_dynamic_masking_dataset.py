@@ -190,6 +190,10 @@ def test_bad_arguments_are_named(text_file, tokenizer):
         dynamic_masking_dataset([text_file], 8, 4, 2, tokenizer=tokenizer)
     with pytest.raises(ValueError, match="at least one text file"):
         dynamic_masking_dataset([], 8, 16, 2, tokenizer=tokenizer)
+    for predictions in (0, -1):
+        with pytest.raises(ValueError, match=f"^max_predictions_per_seq must be at least 1, got "
+                                             f"{predictions}.$"):
+            dynamic_masking_dataset([text_file], 8, 16, predictions, tokenizer=tokenizer)
 
 
 @pytest.mark.parametrize("next_sentence", [True, False], ids=["pairs", "segments"])
@@ -207,6 +211,15 @@ def test_files_without_tokens_are_an_error_naming_them(tmp_path, tokenizer, next
     with pytest.raises(ValueError, match=message):
         dynamic_masking_dataset(files, BATCH, SEQ_LENGTH, PREDICTIONS, tokenizer=tokenizer,
                                 next_sentence=next_sentence)
+
+
+def test_records_given_as_text_are_refused(tmp_path, text_file, tokenizer):
+    # --input_text_file naming --input_file's records trained on their bytes as text.
+    records = tmp_path / "train.tfrecord"
+    write_pretraining_records(records, 50)
+    with pytest.raises(ValueError, match=f"^{re.escape(str(records))} is a TFRecord file"):
+        dynamic_masking_dataset([text_file, str(records)], BATCH, SEQ_LENGTH, PREDICTIONS,
+                                tokenizer=tokenizer)
 
 
 def test_pairs_need_a_second_segment_or_a_second_document(tmp_path, tokenizer):

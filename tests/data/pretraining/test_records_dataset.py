@@ -143,6 +143,23 @@ def test_input_file_globs(records, tmp_path):
         expand_input_files(f"{directory}/a.tfrecord,{directory}/nothing*")
     with pytest.raises(InputFileError, match="--eval_input_file is empty"):
         expand_input_files(" ", flag="--eval_input_file")
+    # A directory named for its files: "matches no file" alone did not say why.
+    with pytest.raises(InputFileError, match=(
+            rf"^--input_file: '{directory}' is a directory: name its files, e.g. "
+            rf"'{directory}/\*'$")):
+        expand_input_files(directory)
+
+
+def test_input_file_globs_refuse_an_interrupted_create_pretraining_data_output(tmp_path):
+    # What a killed create_pretraining_data --num_output_shards=2 leaves: each shard half
+    # written under its temporary name, which --help's glob `data.tfrecord-*` matches.
+    for shard in range(2):
+        (tmp_path / f"data.tfrecord-0000{shard}-of-00002.incomplete").write_bytes(b"\0" * 9)
+    with pytest.raises(InputFileError, match=(
+            r"^--input_file: .*/data.tfrecord-00000-of-00002.incomplete \(and 1 more\) is an "
+            r"unfinished output of a create_pretraining_data run that was interrupted; run it "
+            r"again to complete it, or delete the file$")):
+        expand_input_files(f"{tmp_path}/data.tfrecord-*")
 
 
 def write_examples(path, instances):

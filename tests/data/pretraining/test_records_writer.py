@@ -187,6 +187,18 @@ def test_input_without_instances_is_an_error_naming_it(corpus, tmp_path, content
     assert (corpus["dir"] / "out-0.tfrecord").read_bytes() == b"earlier records"
 
 
+def test_input_without_utf8_text_is_an_error_saying_so(corpus, tmp_path):
+    text = tmp_path / "latin1.txt"
+    content = "Café au lait.\nNaïve résumé.\n\nÜber.\n".encode("latin-1")
+    text.write_bytes(content)
+    message = (f"{text}: no text to make pre-training instances from (4 lines, {len(content)} "
+               f"bytes, 0 documents with tokens); 3 lines are not valid UTF-8: convert the text "
+               f"to UTF-8 (e.g. iconv -f latin1 -t utf-8); nothing written")
+    with pytest.raises(ValueError, match=f"^{re.escape(message)}$"):
+        write(corpus, ["out.tfrecord"], inputs=[str(text)])
+    assert not glob.glob(str(corpus["dir"] / "out*"))
+
+
 def test_outputs_that_are_inputs_each_other_or_directories_are_refused(corpus, tmp_path):
     text = corpus["text"]
     with open(text, "rb") as f:

@@ -124,6 +124,22 @@ def test_catalog_text_datasets_shapes(tmp_path, tfds_name, version, features):
         TfdsText(tfds_name, "train[:10%]", str(tmp_path))
 
 
+def test_a_text_key_that_is_no_text_feature_is_refused(tmp_path):
+    features = tfds.features.FeaturesDict({
+        "sentence": tfds.features.Text(), "label": tfds.features.ClassLabel(num_classes=2),
+        "words": tfds.features.Sequence(tfds.features.Text())})
+    tfds.dataset_builders.store_as_tfds_dataset(
+        name="labelled_text", version="1.0.0", features=features, data_dir=str(tmp_path),
+        split_datasets={"train": [("0", {"sentence": "A fine film.", "label": 1,
+                                         "words": ["A", "fine", "film."]})]})
+    for key, kind in (("label", "ClassLabel"), ("words", "Sequence")):
+        with pytest.raises(TfdsInputError, match=(
+                rf"^TFDS dataset labelled_text/1.0.0: feature '{key}' \(--tfds_text_key\) is "
+                rf"{kind}, not one text per example; its text features are sentence$")):
+            TfdsText("labelled_text", "train", str(tmp_path), text_key=key)
+    assert TfdsText("labelled_text", "train", str(tmp_path), text_key="sentence").files
+
+
 def test_document_sentences_follow_the_prose_rule():
     text = "Mr. Knightley left.  It rained!\nStill raining.\n\nA new paragraph"
     assert document_sentences(text) == ["Mr. Knightley left.", "It rained!",
