@@ -24,13 +24,14 @@ Example (the end of bert_tf/cli/serve.py):
 
 import logging
 import os
-import re
 import sys
 import traceback
 import warnings
 
 from absl import app, flags
 from absl import logging as absl_logging
+
+from bert_tf.op_errors import bare_message
 
 FLAGS = flags.FLAGS
 
@@ -46,11 +47,6 @@ _TF_FILE_ERRORS = ("NotFoundError", "AlreadyExistsError", "PermissionDeniedError
 # traceback must stay.
 _TF_FILE_API_ERRORS = ("FailedPreconditionError", "InvalidArgumentError")
 _TF_FILE_API = os.path.join("tensorflow", "python", "lib", "io", "")  # tf.io.gfile, TFRecordWriter
-# The op's context around a TensorFlow error's message: "{{function_node ...}} " before it, the
-# graph's "Graph execution error: Detected at node ... defined at: File ..." stack before it and
-# " [[{{node ...}}]] [Op:...]" after it.
-_TF_OP_CONTEXT = re.compile(r"^(?:Graph execution error:.*\n\n|\{\{function_node [^}]*\}\}\s*)"
-                            r"|\s*\[\[\{\{node .*$|\s*\[Op:.*$", re.DOTALL)
 
 
 def error_line(tool, error, traceback_hint=True):
@@ -66,7 +62,7 @@ def error_line(tool, error, traceback_hint=True):
     message = message if isinstance(message, str) else str(error)
     user_error = _is_user_error(error)
     if user_error and hasattr(error, "op"):  # a tf.errors.OpError
-        message = _TF_OP_CONTEXT.sub("", message)
+        message = bare_message(error)
     message = " ".join(message.split())
     if user_error and message:
         return f"{tool}: error: {message}"

@@ -29,6 +29,8 @@ import numpy as np
 import tensorflow as tf
 from google.protobuf import message
 
+from bert_tf.op_errors import bare_message
+
 # Google's TFRecord feature -> the name the model reads.
 _MODEL_NAMES = {
     "input_ids": "input_word_ids",
@@ -156,7 +158,7 @@ def record_lengths(path):
     except tf.errors.DataLossError as e:  # "corrupted record at 0 (Is this even a TFRecord..."
         raise NotRecordsError(f"{not_records} is corrupt or truncated", path) from e
     except tf.errors.OpError as e:
-        raise InputFileError(f"{path}: not a readable TFRecord file ({e.message})") from e
+        raise InputFileError(f"{path}: not a readable TFRecord file ({bare_message(e)})") from e
     if first is None:
         raise InputFileError(f"{path}: holds no records")
     try:
@@ -270,7 +272,8 @@ def count_records(files, limit=None):
         try:
             total += int(records.reduce(np.int64(0), lambda count, _: count + 1))
         except tf.errors.OpError as e:
-            raise InputFileError(f"{path}: corrupt or truncated TFRecord file ({e.message})") from e
+            raise InputFileError(f"{path}: corrupt or truncated TFRecord file "
+                                 f"({bare_message(e)})") from e
     return total
 
 
@@ -348,7 +351,8 @@ def find_unreadable_file(files, max_seq_length, max_predictions_per_seq, vocab_s
                 largest = max(largest, int(_largest_token_id(batch["input_word_ids"],
                                                               batch["masked_lm_ids"])))
         except tf.errors.OpError as e:
-            return path, f"corrupt, truncated or not a pre-training record file ({e.message})"
+            return path, (f"corrupt, truncated or not a pre-training record file "
+                          f"({bare_message(e)})")
         if vocab_size is not None and largest >= vocab_size:
             return path, (f"holds token id {largest}, but the model's vocab_size is "
                           f"{vocab_size}: the records were made with another vocabulary; use "
