@@ -362,6 +362,7 @@ def main():
 
     from bert_tf.checkpoints import restore_weights
     from bert_tf.config import BertConfig
+    from bert_tf.data.pretraining import dynamic_masking_dataset
     from bert_tf.data.pretraining.records_dataset import (expand_input_files,
                                                           naming_bad_input_files,
                                                           record_lengths)
@@ -393,6 +394,10 @@ def main():
             if getattr(job, name) is None:
                 setattr(job, name, value)
         seq_length, predictions = job.max_seq_length, job.max_predictions_per_seq
+        # Here, not when training starts: by then the run's files mark --output_dir as a run.
+        dynamic_masking_dataset.check_arguments(
+            text_files, seq_length, predictions, job.next_sentence_prediction,
+            tfds_text.line_dataset if tfds_text else None)
     else:
         seq_length, predictions = _record_lengths(job, train_files or eval_files,
                                                   "--input_file" if train_files else eval_flag)

@@ -179,6 +179,30 @@ def test_evaluating_without_a_checkpoint_is_refused_before_writing(data, tmp_pat
     assert not output_dir.exists()
 
 
+@pytest.mark.parametrize("text, flag, message", [
+    ("corpus", "--max_predictions_per_seq=0", "max_predictions_per_seq must be at least 1, got 0."),
+    ("corpus", "--max_seq_length=4",
+     "max_seq_length must be at least 5 ([CLS], [SEP]s and one piece per segment), got 4."),
+    ("records", "--max_seq_length=16",
+     "{text} is a TFRecord file (pre-training records?), not text: give records to "
+     "run_pretraining's --input_file"),
+])
+def test_raw_text_that_cannot_train_is_refused_before_writing(data, tmp_path, text, flag,
+                                                              message):
+    corpus = tmp_path / "corpus.txt"
+    write_corpus(corpus, numbered_documents([5] * 10, 4))
+    text = {"corpus": corpus, "records": data["heldout"]}[text]
+    config = tmp_path / "bert_config.json"
+    config.write_text(json.dumps({**CONFIG, "vocab_size": len(VOCAB)}))
+    output_dir = tmp_path / "new"
+    result = run_tool(TOOL, f"--bert_config_file={config}", f"--input_text_file={text}",
+                      f"--vocab_file={write_vocab(tmp_path)}", f"--output_dir={output_dir}",
+                      "--num_train_steps=2", "--strategy=cpu", flag)
+    assert result.stderr.splitlines() == [
+        f"run_pretraining: error: {message.format(text=text)}"]
+    # Its run.json would have refused the directory to every other tool.
+    assert not output_dir.exists()
+
 def _files(directory):
     return {name: open(os.path.join(directory, name), "rb").read()
             for name in os.listdir(directory) if os.path.isfile(os.path.join(directory, name))}

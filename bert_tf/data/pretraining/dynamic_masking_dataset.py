@@ -59,6 +59,29 @@ _NEXT_SENTENCE_STREAM, _MASKING_STREAM = 1, 2
 _plain = tf.autograph.experimental.do_not_convert
 
 
+def check_arguments(files, max_seq_length, max_predictions_per_seq, next_sentence=True,
+                    read_lines=None):
+    """Raises the ValueError `dynamic_masking_dataset` would for these arguments (a tool calls
+    it before it writes anything: its output directory would otherwise hold a run already).
+
+    Example:
+        >>> check_arguments(["corpus.txt"], 128, 0)
+        ValueError: max_predictions_per_seq must be at least 1, got 0.
+    """
+    min_length = 5 if next_sentence else 3
+    if max_seq_length < min_length:
+        raise ValueError(f"max_seq_length must be at least {min_length} ([CLS], [SEP]s and one "
+                         f"piece per segment), got {max_seq_length}.")
+    # 0 would train the next-sentence head alone, silently; below, a shape error in the graph.
+    if max_predictions_per_seq < 1:
+        raise ValueError(f"max_predictions_per_seq must be at least 1, got "
+                         f"{max_predictions_per_seq}.")
+    if not files:
+        raise ValueError("dynamic_masking_dataset needs at least one text file.")
+    if read_lines is None:
+        for path in files:
+            check_text_file(path)
+
 def dynamic_masking_dataset(files, global_batch_size, max_seq_length, max_predictions_per_seq,
                             input_context=None, seed=0, start_step=0, *, tokenizer,
                             next_sentence=True, masked_lm_prob=MASKED_LM_PROB,
@@ -87,19 +110,7 @@ def dynamic_masking_dataset(files, global_batch_size, max_seq_length, max_predic
         default `tf.data.TextLineDataset` (`bert_tf.data.tfds.pretraining_text` reads TFDS
         shards).
     """
-    min_length = 5 if next_sentence else 3
-    if max_seq_length < min_length:
-        raise ValueError(f"max_seq_length must be at least {min_length} ([CLS], [SEP]s and one "
-                         f"piece per segment), got {max_seq_length}.")
-    # 0 would train the next-sentence head alone, silently; below, a shape error in the graph.
-    if max_predictions_per_seq < 1:
-        raise ValueError(f"max_predictions_per_seq must be at least 1, got "
-                         f"{max_predictions_per_seq}.")
-    if not files:
-        raise ValueError("dynamic_masking_dataset needs at least one text file.")
-    if read_lines is None:
-        for path in files:
-            check_text_file(path)
+    check_arguments(files, max_seq_length, max_predictions_per_seq, next_sentence, read_lines)
     vocab = MaskedLmVocab(tokenizer.vocab)
     num_pipelines = input_context.num_input_pipelines if input_context else 1
     pipeline_id = input_context.input_pipeline_id if input_context else 0
