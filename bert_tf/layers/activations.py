@@ -69,7 +69,7 @@ def fused_gelu(x):
     runs).
 
     Example:
-        >>> fused_gelu(tf.constant([1.0], tf.bfloat16))  # 0.8413 in bfloat16
+        >>> fused_gelu(tf.constant([1.0], tf.bfloat16))  # GELU(1) = 0.8413: 0.8398 in bfloat16
     """
     return _fused_gelu_forward(x), lambda upstream: _fused_gelu_backward(x, upstream)
 

@@ -55,6 +55,7 @@ class BertMultipleChoice(BertTaskModel):
         return {"logits": tf.reshape(scores, [-1, num_choices])}
 
     def preprocess(self, raw_inputs):
+        self.check_segment_count(raw_inputs)
         raw_inputs = tf.nest.map_structure(tf.convert_to_tensor, raw_inputs)
         texts = tf.nest.flatten(raw_inputs)
         for text in texts:

@@ -157,7 +157,20 @@ class BertTaskModel(keras.Model):
     def preprocess(self, raw_inputs):
         """Runs the preprocessor on raw text. Subclasses whose inputs have more dimensions than
         `[batch]` (multiple choice) reshape around it."""
+        self.check_segment_count(raw_inputs)
         return self.preprocessor(raw_inputs)
+
+    def check_segment_count(self, raw_inputs):
+        """Raises a ValueError when `raw_inputs` has more text segments than the encoder has
+        token types: segment i is packed with `input_type_ids` i, and the graph would fail with
+        "indices[0,5] = 2 is not in [0, 2)", naming neither."""
+        segments = len(tf.nest.flatten(raw_inputs))
+        type_vocab_size = self.encoder.config.type_vocab_size
+        if segments > type_vocab_size:
+            raise ValueError(f"{type(self).__name__}: {segments} text segments need "
+                             f"input_type_ids 0 to {segments - 1}, but the encoder's "
+                             f"type_vocab_size is {type_vocab_size}: pass at most "
+                             f"{type_vocab_size} segments")
 
     def get_config(self):
         return {"name": self.name, "trainable": self.trainable,

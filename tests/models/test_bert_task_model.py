@@ -62,3 +62,18 @@ def test_export_with_a_preprocessor_asks_for_the_raw_text_signature(tmp_path):
     loaded = tf.saved_model.load(str(tmp_path / "model"))
     served = loaded.serve(texts)
     assert_outputs_close(served, classifier(texts), atol=1e-6)
+
+
+def test_more_text_segments_than_token_types_are_named():
+    # Segment i is packed with input_type_ids i: a third segment failed deep in the graph with
+    # "indices[0,5] = 2 is not in [0, 2)".
+    texts = [tf.constant(["a b"]), tf.constant(["c"])]
+    classifier = BertClassifier(tiny_encoder(), num_classes=2, preprocessor=ToyPreprocessor())
+    assert classifier(texts)["logits"].shape == (1, 2)
+    with pytest.raises(ValueError, match=r"BertClassifier: 3 text segments need input_type_ids "
+                                         r"0 to 2, but the encoder's type_vocab_size is 2: pass "
+                                         r"at most 2 segments"):
+        classifier(texts + [tf.constant(["d"])])
+    choices = BertMultipleChoice(tiny_encoder(), preprocessor=ToyPreprocessor())
+    with pytest.raises(ValueError, match=r"BertMultipleChoice: 3 text segments"):
+        choices([tf.constant([["a", "b"]])] * 3)
