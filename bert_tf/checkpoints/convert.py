@@ -66,8 +66,12 @@ def convert_checkpoint(checkpoint, output_dir, bert_config_file=None, do_lower_c
 def _check_no_layer_left_out(weights, bert_config_file):
     """Raises ValueError when the source has transformer layers beyond the config's: with a
     config of fewer layers, the conversion would silently write a shallower model."""
-    found = names_lib.layer_count(weights.unused)
     layers = weights.config.num_hidden_layers
+    if weights.format == sources.BERT_TF:
+        # Its unused names are object-graph keys, which do not number the layers.
+        found = tf2.encoder_layer_count(weights.source) if weights.unused else layers
+    else:
+        found = names_lib.layer_count(weights.unused)
     if found > layers:
         config = bert_config_file or "the config beside it"
         raise ValueError(

@@ -38,6 +38,25 @@ def locate_encoder(graph, paths):
     return keys, missing, unused
 
 
+def encoder_layer_count(prefix):
+    """How many transformer layers the encoder in this package's checkpoint `prefix` holds,
+    whatever a config says: the layers' container in the object graph (where the first and the
+    second layer of a two-layer encoder differ) counts its children holding a layer's weight.
+
+    Example:
+        >>> encoder_layer_count("converted/minilm/ckpt-1")
+        6
+    """
+    weight = "attention/self/query/kernel"
+    paths = layout.encoder_paths_for_layers(2)
+    first, second = (paths[f"bert/encoder/layer_{i}/{weight}"] for i in (0, 1))
+    index = next(i for i, (a, b) in enumerate(zip(first, second)) if a != b)
+    container, inside = first[:index], first[index + 1:]
+    graph = layout.ObjectGraph(prefix)
+    return sum(graph.key(container + (child,) + inside) is not None
+               for child in graph.child_names(container))
+
+
 def read_arrays(prefix, config):
     """`(arrays, ignored, unused)` of a bert_tf checkpoint, arrays keyed by Google name (the
     encoder's and, when present, the pre-training heads')."""

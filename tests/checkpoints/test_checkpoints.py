@@ -571,14 +571,17 @@ def test_wrong_config_file_fails_the_conversion_with_the_listing(encoder, tmp_pa
     assert not os.path.exists(tmp_path / "out" / "checkpoint")
 
 
-@pytest.mark.parametrize("source_format", ["google", "huggingface"])
+@pytest.mark.parametrize("source_format", ["google", "huggingface", "bert_tf"])
 def test_a_config_of_fewer_layers_fails_the_conversion(encoder, tmp_path, source_format):
     """Read with a one-layer config, the two-layer checkpoint's second layer would be dropped
     from the converted model (loading into a shallower model on purpose stays possible)."""
     arrays = google_arrays(encoder)
-    source = (write_google_checkpoint(str(tmp_path / "google"), arrays)
-              if source_format == "google" else
-              os.path.join(write_hf_directory(str(tmp_path / "hf"), arrays), "model.safetensors"))
+    source = {
+        "google": lambda: write_google_checkpoint(str(tmp_path / "google"), arrays),
+        "huggingface": lambda: os.path.join(write_hf_directory(str(tmp_path / "hf"), arrays),
+                                            "model.safetensors"),
+        "bert_tf": lambda: checkpoints.save_checkpoint(str(tmp_path / "bert_tf"), encoder),
+    }[source_format]()
     config_file = str(tmp_path / "one_layer.json")
     BertConfig.from_dict(dict(SMALL.to_dict(), num_hidden_layers=1)).to_json_file(config_file)
     with pytest.raises(ValueError) as error:
