@@ -4,7 +4,9 @@ in any process without importing bert_tf.
 A name is "bert_tf_" followed by letters, digits, "_" or "-". Installed models live in the
 model directory, `$BERT_TF_HUB_DIR` or `~/.cache/bert_tf/hub`, as `<dir>/<name>/<version>/`
 (TF Serving's layout); a name resolves to its highest version, never to the network. A local
-path of the same name is left to tensorflow_hub's own path resolver.
+path of the same name is left to tensorflow_hub's own path resolver. An install records the size
+of every file it wrote in the version (`INSTALL_RECORD`); a version that no longer matches
+(a file truncated or missing) is refused with `DamagedModelError` naming what is damaged.
 
 tensorflow_hub has no plugin entry point for resolvers, so installing bert_tf also installs
 `bert_tf_hub_names.pth` into site-packages, whose one line calls `install()` at interpreter
@@ -28,6 +30,11 @@ DEFAULT_HUB_DIR = os.path.join("~", ".cache", "bert_tf", "hub")
 PREPROCESS_SUFFIX = "_preprocess"
 NAME_PREFIX = "bert_tf_"
 SAVED_MODEL_FILE = "saved_model.pb"
+# Every file an install wrote into a version directory, with its size: a damaged copy (a file
+# truncated or missing) is then named before TensorFlow reads it, which fails with "Read less
+# bytes than requested", naming nothing. TF Serving reads only its warm-up requests from
+# assets.extra/ and SavedModel loaders nothing at all.
+INSTALL_RECORD = "assets.extra/bert_tf_installed_files.json"
 _HUB_MODULE = "tensorflow_hub"
 _registered = []
 
@@ -57,6 +64,10 @@ def model_base_path(name, directory=None):
 
 class ModelNotInstalledError(FileNotFoundError):
     """A bert_tf model name with no exported model in the local model directory."""
+
+
+class DamagedModelError(OSError):
+    """An installed bert_tf model whose files are not those its install wrote."""
 
 
 def _install_hint(name):
@@ -104,16 +115,77 @@ def saved_model_versions(base_path, files=_LocalFiles):
                   if files.exists(os.path.join(base_path, str(version), SAVED_MODEL_FILE)))
 
 
+def _local_path(directory, relative):
+    return os.path.join(directory, *relative.split("/"))
+
+
+def installed_versions(base_path):
+    """The versions under `base_path` that hold a `saved_model.pb` or an install's record
+    (`INSTALL_RECORD`: one whose saved_model.pb is lost is still a version), ascending.
+
+    Example:
+        >>> installed_versions(os.path.join(hub_dir(), "bert_tf_base"))
+        [1, 2]
+    """
+    recorded = [version for version in version_numbers(
+                    os.listdir(base_path) if os.path.isdir(base_path) else [])
+                if os.path.isfile(_local_path(os.path.join(base_path, str(version)),
+                                              INSTALL_RECORD))]
+    return sorted(set(saved_model_versions(base_path)) | set(recorded))
+
+
+def damaged_files(version_dir):
+    """What differs from the install record (`INSTALL_RECORD`) of the local version directory
+    `version_dir`, one phrase per file; none when nothing does or when the version has no
+    record (installed before installs wrote one, or not by an install). Sizes only, from
+    `os.stat`: cheap enough for every load, and what a truncated copy or download changes.
+
+    Example:
+        >>> damaged_files(os.path.join(hub_dir(), "bert_tf_base", "1"))
+        ['fingerprint.pb is missing', 'variables/variables.index has 1000 bytes, not 2034']
+    """
+    record = _local_path(version_dir, INSTALL_RECORD)
+    if not os.path.lexists(record):
+        return []
+    import json  # not at start-up, where every process imports this module
+    try:
+        with open(record, encoding="utf-8") as f:
+            sizes = json.load(f)["files"]
+        sizes = {str(relative): int(size) for relative, size in sizes.items()}
+    except (OSError, ValueError, TypeError, KeyError, AttributeError) as error:
+        return [f"its install record {INSTALL_RECORD} is unreadable ({error})"]
+    problems = []
+    for relative, size in sorted(sizes.items()):
+        try:
+            found = os.stat(_local_path(version_dir, relative)).st_size
+        except FileNotFoundError:
+            problems.append(f"{relative} is missing")
+        except OSError as error:
+            problems.append(f"{relative} cannot be read ({error.strerror})")
+        else:
+            if found != size:
+                problems.append(f"{relative} has {found} bytes, not {size}")
+    return problems
+
+
 def resolve_model_name(name):
-    """The SavedModel directory of the installed model `name`: its highest version."""
+    """The SavedModel directory of the installed model `name`: its highest version, checked
+    against its install record (`damaged_files`)."""
     base_path = model_base_path(name)
-    versions = saved_model_versions(base_path)
+    versions = installed_versions(base_path)
     if not versions:
         raise ModelNotInstalledError(
             f"The bert_tf model {name!r} is not installed: {base_path} holds no exported "
             f"version (model directory: ${HUB_DIR_ENV} or {DEFAULT_HUB_DIR}). "
             f"{_install_hint(name)}")
-    return os.path.join(base_path, str(versions[-1]))
+    path = os.path.join(base_path, str(versions[-1]))
+    problems = damaged_files(path)
+    if problems:
+        raise DamagedModelError(
+            f"The bert_tf model {name!r} is damaged: version {versions[-1]} at {path} is not "
+            f"as its install wrote it ({'; '.join(problems)}); installing it again adds a "
+            f"version that takes this one's place. {_install_hint(name)}")
+    return path
 
 
 class ModelNameResolver:

@@ -13,12 +13,13 @@ Example:
     >>> encoder = hub.KerasLayer("bert_tf_base", trainable=True)
 """
 
-from bert_tf_hub_names import ModelNotInstalledError, register_resolver, resolve_model_name
+from bert_tf_hub_names import (DamagedModelError, ModelNotInstalledError, register_resolver,
+                               resolve_model_name)
 
 from bert_tf.hub.install import install_model
 from bert_tf.hub.model_dir import (DEFAULT_HUB_DIR, HUB_DIR_ENV, default_model_name, hub_dir,
                                    is_model_name, model_base_path)
 
-__all__ = ["DEFAULT_HUB_DIR", "HUB_DIR_ENV", "ModelNotInstalledError", "default_model_name",
-           "hub_dir", "install_model", "is_model_name", "model_base_path", "register_resolver",
-           "resolve_model_name"]
+__all__ = ["DEFAULT_HUB_DIR", "DamagedModelError", "HUB_DIR_ENV", "ModelNotInstalledError",
+           "default_model_name", "hub_dir", "install_model", "is_model_name", "model_base_path",
+           "register_resolver", "resolve_model_name"]

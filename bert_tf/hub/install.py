@@ -3,7 +3,9 @@
 `install_model` exports the encoder of a checkpoint (with its MLM head when the checkpoint has
 one) as `<name>` and the matching text preprocessing as `<name>_preprocess`, as a new version
 of both in `<model dir>/<name>/<version>/` (the same number for the two, and neither when
-either fails); `hub.KerasLayer("<name>")` then loads them (see `bert_tf_hub_names`).
+either fails); `hub.KerasLayer("<name>")` then loads them (see `bert_tf_hub_names`). Each
+version also holds the size of every file written (`INSTALL_RECORD`), by which a name refuses a
+version damaged since.
 
 Without a name, the model's config names it (`model_dir.default_model_name`).
 
@@ -13,6 +15,11 @@ Example:
      'bert_tf_base_preprocess': '~/.cache/bert_tf/hub/bert_tf_base_preprocess/1'}
 """
 
+import json
+
+import tensorflow as tf
+
+from bert_tf import file_io
 from bert_tf.checkpoints import (has_pretraining_heads, load_model, read_config,
                                  vocab_beside_checkpoint)
 from bert_tf.checkpoints.sources import stated_lower_case
@@ -70,8 +77,27 @@ def install_model(init_checkpoint, name=None, vocab_file=None,
     bases = {installed: model_dir.model_base_path(installed, directory)
              for installed in (name, preprocess_name)}
     paths = write_versions({
-        bases[name]: lambda path: export_encoder(path, model, vocab_file, do_lower_case),
-        bases[preprocess_name]: lambda path: export_preprocessor(
-            path, vocab_file, do_lower_case, seq_length=seq_length),
+        bases[name]: _recorded(lambda path: export_encoder(path, model, vocab_file,
+                                                           do_lower_case)),
+        bases[preprocess_name]: _recorded(lambda path: export_preprocessor(
+            path, vocab_file, do_lower_case, seq_length=seq_length)),
     })
     return {installed: paths[base] for installed, base in bases.items()}
+
+
+def _recorded(export):
+    """`export` (called with a directory), then the install record of what it wrote there
+    (`model_dir.INSTALL_RECORD`: every file's size), by which names refuse a damaged copy."""
+    def export_and_record(version_dir):
+        export(version_dir)
+        sizes = {}
+        for directory, _, files in tf.io.gfile.walk(version_dir):
+            for file_name in files:
+                path = tf.io.gfile.join(directory, file_name)
+                relative = path[len(version_dir):].lstrip("/")
+                sizes[relative] = tf.io.gfile.stat(path).length
+        record = tf.io.gfile.join(version_dir, model_dir.INSTALL_RECORD)
+        file_io.makedirs(record.rsplit("/", 1)[0])
+        with file_io.open_file(record, "w") as f:
+            json.dump({"files": sizes}, f, indent=1, sort_keys=True)
+    return export_and_record

@@ -14,16 +14,16 @@ Example:
     'bert_tf_L4_H256'
 """
 
-from bert_tf_hub_names import (DEFAULT_HUB_DIR, HUB_DIR_ENV, PREPROCESS_SUFFIX, hub_dir,
-                               is_model_name, model_base_path)
+from bert_tf_hub_names import (DEFAULT_HUB_DIR, HUB_DIR_ENV, INSTALL_RECORD, PREPROCESS_SUFFIX,
+                               hub_dir, is_model_name, model_base_path)
 
 # (layers, hidden size, heads) of the two models of the BERT paper.
 _PAPER_MODELS = {(12, 768, 12): "bert_tf_base", (24, 1024, 16): "bert_tf_large"}
 # The compact models of Turc et al. (2019) have one attention head per 64 hidden units.
 _COMPACT_HEAD_SIZE = 64
 
-__all__ = ["DEFAULT_HUB_DIR", "HUB_DIR_ENV", "PREPROCESS_SUFFIX", "default_model_name", "hub_dir",
-           "is_model_name", "model_base_path"]
+__all__ = ["DEFAULT_HUB_DIR", "HUB_DIR_ENV", "INSTALL_RECORD", "PREPROCESS_SUFFIX",
+           "default_model_name", "hub_dir", "is_model_name", "model_base_path"]
 
 
 def default_model_name(config, do_lower_case=True):

@@ -164,6 +164,21 @@ def test_without_the_hook_the_name_is_unknown_to_tensorflow_hub(tiny_installed, 
     assert "bert_tf_tiny_test_preprocess does not exist" in result.stderr
 
 
+def test_a_damaged_install_is_one_error_naming_it_in_a_fresh_process(tiny_installed, tmp_path):
+    """Not tensorflow_hub's bare "IndexError: Read less bytes than requested"."""
+    hub_dir = shutil.copytree(tiny_installed[0], tmp_path / "hub")
+    data_file = hub_dir / "bert_tf_tiny_test" / "1" / "variables" / "variables.data-00000-of-00001"
+    size = data_file.stat().st_size
+    os.truncate(data_file, size // 2)
+    result = start_user("", str(hub_dir), "bert_tf_tiny_test", cwd=str(tmp_path), own_site=True)
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines()[-1].startswith(
+        f"bert_tf_hub_names.DamagedModelError: The bert_tf model 'bert_tf_tiny_test' is "
+        f"damaged: version 1 at {data_file.parents[1]} is not as its install wrote it "
+        f"(variables/variables.data-00000-of-00001 has {size // 2} bytes, not {size}); "
+        f"installing it again adds a version that takes this one's place. Install it ")
+
+
 def test_start_up_loads_only_the_hook(tmp_path):
     # This environment's own install: its .pth line runs at every start-up, and must cost
     # nothing to processes that never import tensorflow_hub.

@@ -14,8 +14,8 @@ import tensorflow_hub as hub
 from tensorflow_hub import registry
 
 from bert_tf import BertConfig
-from bert_tf.hub import (HUB_DIR_ENV, ModelNotInstalledError, default_model_name, hub_dir,
-                         install_model, register_resolver)
+from bert_tf.hub import (HUB_DIR_ENV, DamagedModelError, ModelNotInstalledError,
+                         default_model_name, hub_dir, install_model, register_resolver)
 from bert_tf_hub_names import ModelNameResolver
 from bert_tf.text.bert_preprocessor import BertPreprocessor
 from tests.export.tiny_models import encoder_inputs
@@ -106,6 +106,56 @@ def test_registering_twice_adds_one_resolver(model_dir):
     register_resolver()
     assert len(registry.resolver._impls) == count
     assert sum(isinstance(r, ModelNameResolver) for r in registry.resolver._impls) == 1
+
+
+def _truncate(path):
+    with open(path, "r+b") as f:
+        f.truncate(1000)
+
+
+@pytest.mark.parametrize("damage, problem", [
+    (_truncate, "variables/variables.data-00000-of-00001 has 1000 bytes, not {size}"),
+    (os.remove, "variables/variables.index is missing"),
+    # Without its saved_model.pb the version must not give way to version 1 unnoticed.
+    (os.remove, "saved_model.pb is missing"),
+])
+def test_a_damaged_version_is_named_before_tensorflow_reads_it(installed, monkeypatch, tmp_path,
+                                                                damage, problem):
+    """A copy cut short or a file lost: TensorFlow itself would fail with "Read less bytes
+    than requested" (naming nothing), or load an older version."""
+    base_path = tmp_path / "bert_tf_base"
+    shutil.copytree(os.path.join(installed[0], "bert_tf_base", "1"), base_path / "1")
+    version_dir = shutil.copytree(base_path / "1", base_path / "2")
+    damaged = version_dir / problem.split()[0]
+    problem = problem.format(size=damaged.stat().st_size)
+    damage(damaged)
+    monkeypatch.setenv(HUB_DIR_ENV, str(tmp_path))
+    register_resolver()
+    with pytest.raises(DamagedModelError) as error:
+        hub.KerasLayer("bert_tf_base")
+    assert str(error.value).startswith(
+        f"The bert_tf model 'bert_tf_base' is damaged: version 2 at {version_dir} is not as its "
+        f"install wrote it ({problem}); installing it again adds a version that takes this "
+        f"one's place. Install it (with bert_tf_base_preprocess) from a checkpoint ")
+
+
+def test_an_unreadable_install_record_is_damage_and_a_version_without_one_resolves(
+        installed, monkeypatch, tmp_path):
+    """Versions installed before installs wrote a record load as before."""
+    version_dir = shutil.copytree(os.path.join(installed[0], "bert_tf_base", "1"),
+                                  tmp_path / "bert_tf_base" / "1")
+    record = version_dir / "assets.extra" / "bert_tf_installed_files.json"
+    record.write_text("{")
+    monkeypatch.setenv(HUB_DIR_ENV, str(tmp_path))
+    register_resolver()
+    with pytest.raises(DamagedModelError, match=re.escape(
+            "(its install record assets.extra/bert_tf_installed_files.json is unreadable (")):
+        hub.resolve("bert_tf_base")
+    shutil.rmtree(version_dir / "assets.extra")
+    assert hub.resolve("bert_tf_base") == str(version_dir)
+    inputs = encoder_inputs([[2, 5, 6, 3]], seq_length=6)
+    np.testing.assert_allclose(hub.KerasLayer("bert_tf_base")(inputs)["pooled_output"],
+                               installed[2].encoder(inputs)["pooled_output"], atol=1e-5)
 
 
 def test_install_refuses_a_bad_name_before_exporting(installed, tmp_path):
