@@ -4,10 +4,12 @@ Exports the encoder of --init_checkpoint (with its MLM head when the checkpoint 
 `<name>` and the matching text preprocessing as `<name>_preprocess`, into the local model
 directory: --hub_dir, else $BERT_TF_HUB_DIR, else ~/.cache/bert_tf/hub. Each install adds a new
 version of both (`<dir>/<name>/<version>/`, one number for the two; neither if either fails);
-names resolve to the highest. Without --name the config names the model: bert_tf_base (L12
-H768 A12), bert_tf_large (L24 H1024 A16), bert_tf_L{L}_H{H} for the compact models (A = H/64),
-else bert_tf_L{L}_H{H}_A{A}; "_cased" for a cased model (--nodo_lower_case, or the casing
-the tokenizer_config.json beside --init_checkpoint or the name of Google's download states).
+names resolve to the highest. A model of other shapes than the name's newest version (layers,
+hidden size, vocabulary...) is refused unless --allow_architecture_change. Without --name the
+config names the model: bert_tf_base (L12 H768 A12), bert_tf_large (L24 H1024 A16),
+bert_tf_L{L}_H{H} for the compact models (A = H/64), else bert_tf_L{L}_H{H}_A{A}; "_cased" for
+a cased model (--nodo_lower_case, or the casing the tokenizer_config.json beside
+--init_checkpoint or the name of Google's download states).
 Any process that imports tensorflow_hub then resolves the names, without importing bert_tf.
 
 Example (Google's BERT-Base, uncased; or any checkpoint convert_checkpoint.py wrote):
@@ -35,6 +37,9 @@ def define_flags():
                          "the encoder's max_position_embeddings.")
     flags.DEFINE_string("hub_dir", None, "Model directory; defaults to $BERT_TF_HUB_DIR or "
                         "~/.cache/bert_tf/hub.")
+    flags.DEFINE_boolean("allow_architecture_change", False, "Install even when the model's "
+                         "shapes (layers, hidden size, vocabulary, ...) differ from those of "
+                         "the name's newest version, breaking code built on it.")
     flags.mark_flags_as_required(["init_checkpoint"])
 
 
@@ -49,7 +54,8 @@ def main():
         vocab_file=checkpoint_vocab_file_from_flags(FLAGS.init_checkpoint),
         do_lower_case=do_lower_case_from_flags(FLAGS.init_checkpoint),
         bert_config_file=FLAGS.bert_config_file,
-        seq_length=FLAGS.seq_length, directory=FLAGS.hub_dir)
+        seq_length=FLAGS.seq_length, directory=FLAGS.hub_dir,
+        allow_architecture_change=FLAGS.allow_architecture_change)
     for name, path in installed.items():
         print(f"Installed {name} at {path}")
     return 0

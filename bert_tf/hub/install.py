@@ -16,8 +16,11 @@ Example:
 """
 
 import json
+import re
 
 import tensorflow as tf
+
+from bert_tf_hub_names import SAVED_MODEL_FILE, saved_model_versions
 
 from bert_tf import file_io
 from bert_tf.checkpoints import (has_pretraining_heads, load_model, read_config,
@@ -31,9 +34,16 @@ from bert_tf.text.vocab_size import check_vocab_size
 from bert_tf.hub import model_dir
 from bert_tf.export.preprocessor_export import export_preprocessor
 
+# The sizes code built on an installed encoder may rely on (its outputs, the ids, positions and
+# token types it takes), as BertConfig names them; the attention heads change no shape.
+_SHAPE_FIELDS = ("num_hidden_layers", "hidden_size", "intermediate_size", "vocab_size",
+                 "max_position_embeddings", "type_vocab_size")
+_LAYER_VARIABLE = re.compile(r"layer_(\d+)/")
+
 
 def install_model(init_checkpoint, name=None, vocab_file=None,
-                  do_lower_case=None, bert_config_file=None, seq_length=128, directory=None):
+                  do_lower_case=None, bert_config_file=None, seq_length=128, directory=None,
+                  allow_architecture_change=False):
     """Exports `name` and `name + "_preprocess"` into the model directory, both or neither,
     under the same version number (see `write_versions`).
 
@@ -50,6 +60,9 @@ def install_model(init_checkpoint, name=None, vocab_file=None,
         seq_length: the preprocessor's default packed length, at most the encoder's
             `max_position_embeddings`.
         directory: the model directory; defaults to `$BERT_TF_HUB_DIR` or ~/.cache/bert_tf/hub.
+        allow_architecture_change: install even when the model's shapes (layers, hidden size,
+            vocabulary...) differ from those of the name's newest version, which code built on
+            that version relies on; refused otherwise (ValueError), before anything is written.
 
     Returns:
         `{name: SavedModel directory}` for the two models installed.
@@ -70,12 +83,15 @@ def install_model(init_checkpoint, name=None, vocab_file=None,
     check_vocab_size(config, vocab_file, bert_config_file or f"the config of {init_checkpoint}")
     if do_lower_case is None:
         do_lower_case = stated_lower_case(init_checkpoint, default=True)
-    model = load_model(init_checkpoint, BertPretrainer if has_pretraining_heads(init_checkpoint)
-                       else BertEncoder, config=config)
-    name = name or model_dir.default_model_name(config, do_lower_case)
+    default_name = model_dir.default_model_name(config, do_lower_case)
+    name = name or default_name
     preprocess_name = name + model_dir.PREPROCESS_SUFFIX
     bases = {installed: model_dir.model_base_path(installed, directory)
              for installed in (name, preprocess_name)}
+    if not allow_architecture_change:
+        _check_shape_kept(name, bases[name], config, init_checkpoint, default_name)
+    model = load_model(init_checkpoint, BertPretrainer if has_pretraining_heads(init_checkpoint)
+                       else BertEncoder, config=config)
     paths = write_versions({
         bases[name]: _recorded(lambda path: export_encoder(path, model, vocab_file,
                                                            do_lower_case)),
@@ -83,6 +99,60 @@ def install_model(init_checkpoint, name=None, vocab_file=None,
             path, vocab_file, do_lower_case, seq_length=seq_length)),
     })
     return {installed: paths[base] for installed, base in bases.items()}
+
+
+def _describe(shape):
+    return (f"L{shape['num_hidden_layers']} H{shape['hidden_size']} "
+            f"I{shape['intermediate_size']} with {shape['vocab_size']} tokens, "
+            f"{shape['max_position_embeddings']} positions, {shape['type_vocab_size']} token types")
+
+
+def _check_shape_kept(name, base_path, config, init_checkpoint, default_name):
+    """ValueError naming both shapes when the newest readable version of `name` is an encoder
+    of other shapes than `config`'s: installed as its next version, the model would break the
+    code built on that one (a vocabulary of another size, outputs of another size or number)."""
+    for version in reversed(saved_model_versions(base_path, files=tf.io.gfile)):
+        installed = _installed_shape(tf.io.gfile.join(base_path, str(version)))
+        if installed is None:  # damaged, or not an encoder of this package: the next one
+            continue
+        new = {field: getattr(config, field) for field in _SHAPE_FIELDS}
+        if installed != new:
+            other_name = (f"another --name (e.g. {default_name})" if default_name != name
+                          else "another --name")
+            raise ValueError(
+                f"{name} version {version} in {base_path} is {_describe(installed)}, but "
+                f"{init_checkpoint} is {_describe(new)}: as the newest {name} it would break "
+                f"code built on version {version}; install it under {other_name}, or pass "
+                f"--allow_architecture_change to replace the architecture of {name}")
+        return
+
+
+def _installed_shape(version_dir):
+    """`{shape field: size}` of the encoder SavedModel in `version_dir`, from the variables its
+    saved_model.pb lists (no graph is loaded), or None when it lists no encoder of this
+    package's (a preprocessor, another model) or cannot be read."""
+    from tensorflow.core.protobuf import saved_model_pb2
+
+    saved_model = saved_model_pb2.SavedModel()
+    try:
+        with tf.io.gfile.GFile(tf.io.gfile.join(version_dir, SAVED_MODEL_FILE), "rb") as f:
+            saved_model.ParseFromString(f.read())
+    except (tf.errors.OpError, ValueError):  # protobuf's DecodeError is a ValueError
+        return None
+    shapes = {node.variable.name: [dim.size for dim in node.variable.shape.dim]
+              for meta_graph in saved_model.meta_graphs
+              for node in meta_graph.object_graph_def.nodes
+              if node.WhichOneof("kind") == "variable"}
+    try:
+        vocab_size, hidden_size = shapes["embeddings/word_embeddings"]
+        return {"num_hidden_layers": len({match[1] for match in map(_LAYER_VARIABLE.match, shapes)
+                                          if match}),
+                "hidden_size": hidden_size, "vocab_size": vocab_size,
+                "intermediate_size": shapes["layer_0/intermediate/kernel"][1],
+                "max_position_embeddings": shapes["embeddings/position_embeddings"][0],
+                "type_vocab_size": shapes["embeddings/token_type_embeddings"][0]}
+    except (KeyError, ValueError, IndexError):
+        return None
 
 
 def _recorded(export):

@@ -18,7 +18,7 @@ from bert_tf.hub import (HUB_DIR_ENV, DamagedModelError, ModelNotInstalledError,
                          default_model_name, hub_dir, install_model, register_resolver)
 from bert_tf_hub_names import ModelNameResolver
 from bert_tf.text.bert_preprocessor import BertPreprocessor
-from tests.export.tiny_models import encoder_inputs
+from tests.export.tiny_models import encoder_inputs, write_pretrained_checkpoint
 from tests.hub.tiny_install import install_tiny_model
 from tests.tools.tool_runs import error_output, run_tool
 
@@ -216,6 +216,27 @@ def test_a_failed_install_leaves_the_model_directory_as_it_was(installed, tmp_pa
                          directory=directory) == {
         "bert_tf_tiny": os.path.join(directory, "bert_tf_tiny", "2"),
         "bert_tf_tiny_preprocess": os.path.join(directory, "bert_tf_tiny_preprocess", "2")}
+
+
+def test_a_model_of_other_shapes_is_refused_under_an_installed_name(installed, tmp_path):
+    """Code built on bert_tf_tiny (one layer) would break if its newest version had two."""
+    directory = str(tmp_path / "hub")
+    install_model(installed[1], name="bert_tf_tiny", seq_length=16, directory=directory)
+    before = _listing(directory)
+    deeper = str(tmp_path / "deeper")
+    write_pretrained_checkpoint(deeper, installed[3], num_hidden_layers=2)
+    flags = (f"--init_checkpoint={deeper}", "--name=bert_tf_tiny", "--seq_length=16",
+             f"--hub_dir={directory}")
+    assert error_output(run_tool("install_hub_model.py", *flags)) == (
+        f"install_hub_model: error: bert_tf_tiny version 1 in {directory}/bert_tf_tiny is L1 H16 "
+        f"I32 with 23 tokens, 64 positions, 2 token types, but {deeper} is L2 H16 I32 with 23 "
+        f"tokens, 64 positions, 2 token types: as the newest bert_tf_tiny it would break code "
+        f"built on version 1; install it under another --name (e.g. bert_tf_L2_H16_A2), or pass "
+        f"--allow_architecture_change to replace the architecture of bert_tf_tiny")
+    assert _listing(directory) == before
+    result = run_tool("install_hub_model.py", *flags, "--allow_architecture_change")
+    assert result.returncode == 0, result.stderr
+    assert f"Installed bert_tf_tiny at {directory}/bert_tf_tiny/2" in result.stdout
 
 
 def test_install_refuses_a_vocab_file_other_than_the_checkpoints(installed, tmp_path):
