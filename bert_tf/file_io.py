@@ -10,6 +10,7 @@ Example:
 """
 
 import os
+import tempfile
 
 
 def is_remote(path):
@@ -79,10 +80,38 @@ def file_in_the_way(directory):
     """
     if is_remote(directory):
         return None
-    existing = directory  # the path, or its nearest ancestor that exists
-    while existing and not os.path.exists(existing):
-        existing = os.path.dirname(existing)
+    existing = _nearest_existing(directory)
     return None if not existing or os.path.isdir(existing) else existing
+
+
+def _nearest_existing(path):
+    """`path` if it exists, else its nearest ancestor that does ("" when no ancestor of a
+    relative path does: the working directory)."""
+    while path and not os.path.exists(path):
+        path = os.path.dirname(path)
+    return path
+
+
+def directory_write_problem(directory):
+    """Why this process cannot write into the local `directory` (made if missing): its nearest
+    existing directory refuses a new file (a read-only file system, no permission), found by
+    creating one that has no name; None if it may, if a file is in the way
+    (`file_in_the_way`), or if the path is remote.
+
+    Example:
+        >>> directory_write_problem("/mnt/cdrom/models")
+        '/mnt/cdrom is not writable (Read-only file system)'
+    """
+    if is_remote(directory):
+        return None
+    existing = _nearest_existing(directory) or os.curdir
+    if not os.path.isdir(existing):
+        return None
+    try:
+        tempfile.TemporaryFile(dir=existing).close()
+    except OSError as error:
+        return f"{existing} is not writable ({error.strerror or error})"
+    return None
 
 
 def file_kind(path):

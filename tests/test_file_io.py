@@ -1,12 +1,15 @@
 """Which paths name one file (`file_keys`), which output files would destroy one
 (`output_file_problems`), what a path names (`file_kind`) and which file keeps a directory
-from being made (`file_in_the_way`), local and remote."""
+from being made (`file_in_the_way`) or written into (`directory_write_problem`), local and
+remote."""
 
 import os
 
 import tensorflow as tf
 
-from bert_tf.file_io import file_in_the_way, file_keys, file_kind, output_file_problems
+from bert_tf.file_io import (directory_write_problem, file_in_the_way, file_keys, file_kind,
+                             output_file_problems)
+from tests.resources import unwritable_directory
 
 
 def test_paths_of_one_file_share_a_key(tmp_path, monkeypatch):
@@ -65,3 +68,17 @@ def test_the_file_in_the_way_of_a_directory(tmp_path):
     assert file_in_the_way(str(notes / "run1" / "a")) == str(notes)
     assert file_in_the_way(str(tmp_path / "new" / "run1")) is None
     assert file_in_the_way("gs://bucket/notes.txt/run1") is None
+
+
+def test_a_directory_that_refuses_files(tmp_path, monkeypatch):
+    unwritable = unwritable_directory(tmp_path)
+    assert directory_write_problem(os.path.join(unwritable, "models", "bert")) == (
+        f"{unwritable} is not writable (Permission denied)")
+    for writable in (str(tmp_path), str(tmp_path / "new" / "run1"), "relative/run1"):
+        monkeypatch.chdir(tmp_path)
+        assert directory_write_problem(writable) is None, writable
+    # The file that tried has no name, and is gone.
+    assert os.listdir(tmp_path) == ([] if unwritable == "/sys" else ["read_only"])
+    (tmp_path / "notes.txt").write_text("keep")
+    assert directory_write_problem(str(tmp_path / "notes.txt" / "run1")) is None  # in the way
+    assert directory_write_problem("gs://bucket/run1") is None

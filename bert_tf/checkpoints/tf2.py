@@ -72,7 +72,8 @@ def read_arrays(prefix, config):
 
 def check_new_output_dir(output_dir, vocab_file=None):
     """Raises FileExistsError naming what `output_dir` holds unless it is missing or empty, so
-    that writing a checkpoint there overwrites nothing. `vocab_file` may be there when it is
+    that writing a checkpoint there overwrites nothing, and PermissionError when it cannot be
+    written (a read-only file system...). `vocab_file` may be there when it is
     `output_dir/vocab.txt` itself (it is kept as it is).
 
     Example:
@@ -80,6 +81,9 @@ def check_new_output_dir(output_dir, vocab_file=None):
         FileExistsError: mymodel is not empty (bert_config.json, vocab.txt): write the
         checkpoint into a new or empty directory
     """
+    if problem := file_io.directory_write_problem(output_dir):
+        raise PermissionError(f"Cannot write into {output_dir}: {problem}; write the "
+                              f"checkpoint into a directory you can write")
     if not os.path.isdir(output_dir):
         if os.path.exists(output_dir):
             raise FileExistsError(f"{output_dir} is a file, not a directory: write the "

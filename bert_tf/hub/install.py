@@ -88,6 +88,8 @@ def install_model(init_checkpoint, name=None, vocab_file=None,
     preprocess_name = name + model_dir.PREPROCESS_SUFFIX
     bases = {installed: model_dir.model_base_path(installed, directory)
              for installed in (name, preprocess_name)}
+    for base_path in bases.values():
+        _check_writable(base_path)
     if not allow_architecture_change:
         _check_shape_kept(name, bases[name], config, init_checkpoint, default_name)
     model = load_model(init_checkpoint, BertPretrainer if has_pretraining_heads(init_checkpoint)
@@ -99,6 +101,18 @@ def install_model(init_checkpoint, name=None, vocab_file=None,
             path, vocab_file, do_lower_case, seq_length=seq_length)),
     })
     return {installed: paths[base] for installed, base in bases.items()}
+
+
+def _check_writable(base_path):
+    """OSError naming what keeps a version from being written under `base_path` (a file in the
+    way, a read-only directory), before the model is loaded and exported in vain."""
+    blocking = file_io.file_in_the_way(base_path)
+    problem = (f"{blocking} is a file, not a directory" if blocking
+               else file_io.directory_write_problem(base_path))
+    if problem:
+        raise (NotADirectoryError if blocking else PermissionError)(
+            f"Cannot install into {base_path}: {problem}; choose another model directory "
+            f"(--hub_dir or ${model_dir.HUB_DIR_ENV})")
 
 
 def _describe(shape):

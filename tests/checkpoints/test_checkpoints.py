@@ -18,7 +18,7 @@ import tensorflow as tf
 
 from bert_tf import BertConfig, BertEncoder, checkpoints
 from bert_tf.checkpoints import CheckpointMismatchError, UnsupportedCheckpointError, sources
-from tests.resources import REPO_ROOT
+from tests.resources import REPO_ROOT, unwritable_directory
 from tests.tools.tool_runs import error_output, run_tool
 
 SMALL = BertConfig(vocab_size=40, hidden_size=16, num_hidden_layers=2, num_attention_heads=4,
@@ -434,6 +434,17 @@ def test_save_checkpoint_refuses_to_overwrite(encoder, tmp_path):
     assert sorted(os.listdir(vocab_file.parent)) == [
         "bert_config.json", "checkpoint", "ckpt-1.data-00000-of-00001", "ckpt-1.index",
         "vocab.txt"]
+
+
+def test_an_output_directory_that_cannot_be_written_is_refused_before_reading(tmp_path):
+    """Not after reading the weights, with the bare "x/ckpt-1_temp; Read-only file system"."""
+    unwritable = unwritable_directory(tmp_path)
+    output_dir = os.path.join(unwritable, "converted")
+    with pytest.raises(PermissionError) as error:
+        checkpoints.convert_checkpoint(str(tmp_path / "no_checkpoint"), output_dir)
+    assert str(error.value) == (
+        f"Cannot write into {output_dir}: {unwritable} is not writable (Permission denied); "
+        f"write the checkpoint into a directory you can write")
 
 
 def test_the_tool_refuses_an_output_directory_with_files_in_it(encoder, tmp_path):
