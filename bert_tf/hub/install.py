@@ -39,6 +39,8 @@ from bert_tf.export.preprocessor_export import export_preprocessor
 _SHAPE_FIELDS = ("num_hidden_layers", "hidden_size", "intermediate_size", "vocab_size",
                  "max_position_embeddings", "type_vocab_size")
 _LAYER_VARIABLE = re.compile(r"layer_(\d+)/")
+# Installs of one name at once: how many times one exports again when another took its version.
+_INSTALL_ATTEMPTS = 3
 
 
 def install_model(init_checkpoint, name=None, vocab_file=None,
@@ -94,12 +96,25 @@ def install_model(init_checkpoint, name=None, vocab_file=None,
         _check_shape_kept(name, bases[name], config, init_checkpoint, default_name)
     model = load_model(init_checkpoint, BertPretrainer if has_pretraining_heads(init_checkpoint)
                        else BertEncoder, config=config)
-    paths = write_versions({
+    writers = {
         bases[name]: _recorded(lambda path: export_encoder(path, model, vocab_file,
                                                            do_lower_case)),
         bases[preprocess_name]: _recorded(lambda path: export_preprocessor(
             path, vocab_file, do_lower_case, seq_length=seq_length)),
-    })
+    }
+    for attempt in range(1, _INSTALL_ATTEMPTS + 1):
+        try:
+            paths = write_versions(writers)
+            break
+        except tf.errors.AlreadyExistsError:
+            # Another install of the name took the version this one chose, while this one
+            # exported (both had seen the same highest version); nothing of this one was kept.
+            if attempt == _INSTALL_ATTEMPTS:
+                raise FileExistsError(
+                    f"Other installs of {name} took the version this one chose, {attempt} "
+                    f"times while it exported; nothing of it was kept: install it again") from None
+            if not allow_architecture_change:
+                _check_shape_kept(name, bases[name], config, init_checkpoint, default_name)
     return {installed: paths[base] for installed, base in bases.items()}
 
 

@@ -258,6 +258,32 @@ def test_a_model_of_other_shapes_is_refused_under_an_installed_name(installed, t
     assert f"Installed bert_tf_tiny at {directory}/bert_tf_tiny/2" in result.stdout
 
 
+def test_installs_of_one_name_at_once_get_a_version_each(installed, monkeypatch, tmp_path):
+    """Both choose version 1; the one to finish second exports again as version 2 instead of
+    failing with TensorFlow's bare "file already exists"."""
+    from bert_tf.hub import install
+
+    directory = str(tmp_path / "hub")
+    export_preprocessor, rival = install.export_preprocessor, {}
+
+    def export_while_another_installs(*args, **kwargs):
+        if not rival:  # the other install runs from start to end during this one's export
+            rival["paths"] = None
+            rival["paths"] = install_model(installed[1], name="bert_tf_tiny", seq_length=16,
+                                           directory=directory)
+        return export_preprocessor(*args, **kwargs)
+
+    monkeypatch.setattr(install, "export_preprocessor", export_while_another_installs)
+    paths = install_model(installed[1], name="bert_tf_tiny", seq_length=16, directory=directory)
+    for version, installed_paths in (("1", rival["paths"]), ("2", paths)):
+        assert installed_paths == {
+            "bert_tf_tiny": os.path.join(directory, "bert_tf_tiny", version),
+            "bert_tf_tiny_preprocess": os.path.join(directory, "bert_tf_tiny_preprocess",
+                                                    version)}
+    for name in ("bert_tf_tiny", "bert_tf_tiny_preprocess"):
+        assert sorted(os.listdir(os.path.join(directory, name))) == ["1", "2"]
+
+
 def test_install_refuses_a_vocab_file_other_than_the_checkpoints(installed, tmp_path):
     """The same tokens in another order would give every word the id of another."""
     checkpoint_dir, vocab_file = installed[1], installed[3]
