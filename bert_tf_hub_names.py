@@ -174,10 +174,14 @@ def resolve_model_name(name):
     base_path = model_base_path(name)
     versions = installed_versions(base_path)
     if not versions:
+        # A model directory (or a model's) that is a file: a mistaken $BERT_TF_HUB_DIR.
+        blocking = next((path for path in (os.path.dirname(base_path), base_path)
+                         if os.path.exists(path) and not os.path.isdir(path)), None)
+        where = (f"{blocking} is a file, not a directory" if blocking
+                 else f"{base_path} holds no exported version")
         raise ModelNotInstalledError(
-            f"The bert_tf model {name!r} is not installed: {base_path} holds no exported "
-            f"version (model directory: ${HUB_DIR_ENV} or {DEFAULT_HUB_DIR}). "
-            f"{_install_hint(name)}")
+            f"The bert_tf model {name!r} is not installed: {where} (model directory: "
+            f"${HUB_DIR_ENV} or {DEFAULT_HUB_DIR}). {_install_hint(name)}")
     path = os.path.join(base_path, str(versions[-1]))
     problems = damaged_files(path)
     if problems:

@@ -84,6 +84,13 @@ def test_the_model_directory_follows_the_environment(model_dir, monkeypatch, tmp
     monkeypatch.setenv(HUB_DIR_ENV, str(tmp_path))
     with pytest.raises(ModelNotInstalledError, match=str(tmp_path / "bert_tf_base")):
         hub.resolve("bert_tf_base")
+    # A file by mistake: not "holds no exported version", which says to install.
+    (tmp_path / "vocab.txt").write_text("[PAD]\n")
+    monkeypatch.setenv(HUB_DIR_ENV, str(tmp_path / "vocab.txt"))
+    with pytest.raises(ModelNotInstalledError, match=re.escape(
+            f"The bert_tf model 'bert_tf_base' is not installed: {tmp_path / 'vocab.txt'} is a "
+            f"file, not a directory (model directory: $BERT_TF_HUB_DIR or ")):
+        hub.resolve("bert_tf_base")
     monkeypatch.delenv(HUB_DIR_ENV)
     monkeypatch.setenv("HOME", str(tmp_path))
     assert hub_dir() == os.path.join(str(tmp_path), ".cache", "bert_tf", "hub")
