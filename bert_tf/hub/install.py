@@ -160,13 +160,14 @@ def _installed_shape(version_dir):
     """`{shape field: size}` of the encoder SavedModel in `version_dir`, from the variables its
     saved_model.pb lists (no graph is loaded), or None when it lists no encoder of this
     package's (a preprocessor, another model) or cannot be read."""
+    from google.protobuf.message import DecodeError
     from tensorflow.core.protobuf import saved_model_pb2
 
     saved_model = saved_model_pb2.SavedModel()
     try:
         with tf.io.gfile.GFile(tf.io.gfile.join(version_dir, SAVED_MODEL_FILE), "rb") as f:
             saved_model.ParseFromString(f.read())
-    except (tf.errors.OpError, ValueError):  # protobuf's DecodeError is a ValueError
+    except (tf.errors.OpError, DecodeError):
         return None
     shapes = {node.variable.name: [dim.size for dim in node.variable.shape.dim]
               for meta_graph in saved_model.meta_graphs

@@ -147,6 +147,22 @@ def test_a_damaged_version_is_named_before_tensorflow_reads_it(installed, monkey
         f"one's place. Install it (with bert_tf_base_preprocess) from a checkpoint ")
 
 
+def test_installing_again_mends_a_damaged_name(installed, monkeypatch, tmp_path):
+    """What the error of a damaged version says to do, even when its saved_model.pb, from
+    which an install reads the shapes it must keep, is what was cut short."""
+    directory = shutil.copytree(installed[0], tmp_path / "hub")
+    os.truncate(directory / "bert_tf_base" / "1" / "saved_model.pb", 100)
+    monkeypatch.setenv(HUB_DIR_ENV, str(directory))
+    register_resolver()
+    with pytest.raises(DamagedModelError, match="saved_model.pb has 100 bytes, not "):
+        hub.resolve("bert_tf_base")
+    install_model(installed[1], name="bert_tf_base", seq_length=16)
+    assert hub.resolve("bert_tf_base") == str(directory / "bert_tf_base" / "2")
+    inputs = encoder_inputs([[2, 5, 6, 3]], seq_length=6)
+    np.testing.assert_allclose(hub.KerasLayer("bert_tf_base")(inputs)["pooled_output"],
+                               installed[2].encoder(inputs)["pooled_output"], atol=1e-5)
+
+
 def test_an_unreadable_install_record_is_damage_and_a_version_without_one_resolves(
         installed, monkeypatch, tmp_path):
     """Versions installed before installs wrote a record load as before."""
