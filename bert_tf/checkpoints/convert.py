@@ -9,7 +9,6 @@ Example:
 import dataclasses
 
 from bert_tf.checkpoints import loading, sources, tf2
-from bert_tf.checkpoints import names as names_lib
 from bert_tf.text.vocab_size import check_vocab_size
 
 
@@ -34,8 +33,9 @@ class ConversionResult:
 
 
 def convert_checkpoint(checkpoint, output_dir, bert_config_file=None, do_lower_case=None):
-    """Reads `checkpoint` (any format `detect_format` knows), checks that every encoder weight
-    is there with the right shape (else `CheckpointMismatchError` listing all problems) and
+    """Reads `checkpoint` (any format `detect_format` knows), checks that the config leaves
+    out none of its layers (`sources.check_no_layer_left_out`), that every encoder weight is
+    there with the right shape (else `CheckpointMismatchError` listing all problems) and
     that the config embeds every token of the vocab.txt beside it (`check_vocab_size`), and
     writes it with its heads, `bert_config.json`, `vocab.txt` and the casing
     (`tokenizer_config.json`) into `output_dir`, which must be new or empty (checked before
@@ -44,8 +44,9 @@ def convert_checkpoint(checkpoint, output_dir, bert_config_file=None, do_lower_c
     from bert_tf.models.bert_encoder import BertEncoder
 
     tf2.check_new_output_dir(output_dir)
-    weights = sources.read_weights(checkpoint, bert_config_file)
-    _check_no_layer_left_out(weights, bert_config_file)
+    config = sources.read_config(checkpoint, bert_config_file)
+    sources.check_no_layer_left_out(checkpoint, config, bert_config_file)
+    weights = sources.read_weights(checkpoint, config=config)
     if weights.vocab_file:
         check_vocab_size(weights.config, weights.vocab_file,
                          bert_config_file or f"the config of {checkpoint}")
@@ -61,20 +62,3 @@ def convert_checkpoint(checkpoint, output_dir, bert_config_file=None, do_lower_c
                             parameters=encoder.count_params(), heads=sorted(heads),
                             vocab_file=weights.vocab_file, do_lower_case=do_lower_case,
                             ignored=weights.ignored, unused=weights.unused)
-
-
-def _check_no_layer_left_out(weights, bert_config_file):
-    """Raises ValueError when the source has transformer layers beyond the config's: with a
-    config of fewer layers, the conversion would silently write a shallower model."""
-    layers = weights.config.num_hidden_layers
-    if weights.format == sources.BERT_TF:
-        # Its unused names are object-graph keys, which do not number the layers.
-        found = tf2.encoder_layer_count(weights.source) if weights.unused else layers
-    else:
-        found = names_lib.layer_count(weights.unused)
-    if found > layers:
-        config = bert_config_file or "the config beside it"
-        raise ValueError(
-            f"{weights.source} has {found} transformer layers, but {config} has "
-            f"num_hidden_layers {layers}: the conversion would leave out the last "
-            f"{found - layers}; use the config the checkpoint was trained with")

@@ -257,6 +257,43 @@ def stated_lower_case(path, default=None):
     return stated[0] if stated else default
 
 
+def layer_count(path):
+    """How many transformer layers the checkpoint at `path` (any format) holds, from its names
+    alone (no tensor is read), whatever its config says.
+
+    Example:
+        >>> layer_count("uncased_L-12_H-768_A-12")
+        12
+    """
+    fmt, resolved = detect_format(path)
+    if fmt == BERT_TF:
+        return tf2.encoder_layer_count(resolved)
+    return names_lib.layer_count(
+        open_tf_checkpoint(resolved).get_variable_to_shape_map() if fmt == GOOGLE
+        else safetensors_keys(resolved))
+
+
+def check_no_layer_left_out(path, config, bert_config_file=None, job="the conversion"):
+    """Raises ValueError when the checkpoint at `path` has transformer layers beyond
+    `config`'s (read from `bert_config_file`, or beside the checkpoint): `job` would silently
+    make a shallower model of it. (Loading one into a shallower model on purpose stays
+    possible: `load_model`, `restore_weights`.)
+
+    Example:
+        >>> check_no_layer_left_out("minilm", BertConfig.from_json_file("L3.json"), "L3.json")
+        ValueError: minilm/model.safetensors has 6 transformer layers, but L3.json has
+        num_hidden_layers 3: the conversion would leave out the last 3; use the config the
+        checkpoint was trained with
+    """
+    found, layers = layer_count(path), config.num_hidden_layers
+    if found > layers:
+        raise ValueError(
+            f"{detect_format(path)[1]} has {found} transformer layers, but "
+            f"{bert_config_file or 'the config beside it'} has num_hidden_layers {layers}: "
+            f"{job} would leave out the last {found - layers}; use the config the checkpoint "
+            f"was trained with")
+
+
 def _known_names(config):
     return names_lib.encoder_weight_names(config.num_hidden_layers) + list(
         names_lib.PRETRAINING_HEAD_NAMES)

@@ -25,7 +25,7 @@ from bert_tf_hub_names import SAVED_MODEL_FILE, saved_model_versions
 from bert_tf import file_io
 from bert_tf.checkpoints import (has_pretraining_heads, load_model, read_config,
                                  vocab_beside_checkpoint)
-from bert_tf.checkpoints.sources import stated_lower_case
+from bert_tf.checkpoints.sources import check_no_layer_left_out, stated_lower_case
 from bert_tf.export import export_encoder, write_versions
 from bert_tf.export.text_inputs import check_seq_length
 from bert_tf.models.bert_encoder import BertEncoder
@@ -79,6 +79,7 @@ def install_model(init_checkpoint, name=None, vocab_file=None,
                              f"or choose a name that does not end in "
                              f"{model_dir.PREPROCESS_SUFFIX!r}.")
     config = read_config(init_checkpoint, bert_config_file)
+    check_no_layer_left_out(init_checkpoint, config, bert_config_file, job="the install")
     check_seq_length(seq_length, config.max_position_embeddings)
     vocab_file = vocab_file or vocab_beside_checkpoint(init_checkpoint)
     # Ids past the embedding table would fail only later, in the user's model.

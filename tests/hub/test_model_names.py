@@ -18,7 +18,7 @@ from bert_tf.hub import (HUB_DIR_ENV, DamagedModelError, ModelNotInstalledError,
                          default_model_name, hub_dir, install_model, register_resolver)
 from bert_tf_hub_names import ModelNameResolver
 from bert_tf.text.bert_preprocessor import BertPreprocessor
-from tests.export.tiny_models import encoder_inputs, write_pretrained_checkpoint
+from tests.export.tiny_models import encoder_inputs, tiny_config, write_pretrained_checkpoint
 from tests.hub.tiny_install import install_tiny_model
 from tests.resources import unwritable_directory
 from tests.tools.tool_runs import error_output, run_tool
@@ -305,6 +305,22 @@ def test_installs_of_one_name_at_once_get_a_version_each(installed, monkeypatch,
                                                     version)}
     for name in ("bert_tf_tiny", "bert_tf_tiny_preprocess"):
         assert sorted(os.listdir(os.path.join(directory, name))) == ["1", "2"]
+
+
+def test_install_refuses_a_config_of_fewer_layers_than_the_checkpoint(installed, tmp_path):
+    """It would install the bottom layer of a two-layer model under a one-layer name."""
+    deeper = str(tmp_path / "deeper")
+    write_pretrained_checkpoint(deeper, installed[3], num_hidden_layers=2)
+    config_file = str(tmp_path / "one_layer.json")
+    tiny_config(num_hidden_layers=1).to_json_file(config_file)
+    with pytest.raises(ValueError) as error:
+        install_model(deeper, bert_config_file=config_file, seq_length=16,
+                      directory=str(tmp_path / "hub"))
+    assert str(error.value) == (
+        f"{deeper}/ckpt-1 has 2 transformer layers, but {config_file} has num_hidden_layers 1: "
+        f"the install would leave out the last 1; use the config the checkpoint was trained "
+        f"with")
+    assert not os.path.exists(tmp_path / "hub")
 
 
 def test_install_refuses_a_vocab_file_other_than_the_checkpoints(installed, tmp_path):
