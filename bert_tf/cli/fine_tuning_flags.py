@@ -143,14 +143,18 @@ def _hugging_face_model_problem(output_dir):
     """Why `output_dir` cannot take a run when it holds a Hugging Face model (e.g. it is the
     --init_checkpoint): every tool reading the directory would read that model, not the
     fine-tuned checkpoints written beside it; None otherwise."""
-    from bert_tf.checkpoints.sources import HUGGING_FACE_WEIGHT_FILES
+    from bert_tf.checkpoints.sources import HUGGING_FACE_WEIGHT_FILES, detect_format
 
-    for name in HUGGING_FACE_WEIGHT_FILES:
-        if file_kind(os.path.join(output_dir, name)) == "file":
-            return (f"--output_dir {output_dir} holds a Hugging Face model ({name}, e.g. the "
-                    f"initial weights), which tools reading the directory would take instead "
-                    f"of the fine-tuned checkpoints; use another --output_dir")
-    return None
+    try:
+        _, weights = detect_format(output_dir)  # what a tool reading the directory reads
+    except (OSError, ValueError):  # no checkpoint there (yet), or none this package reads
+        return None
+    name = os.path.basename(weights)
+    if name not in HUGGING_FACE_WEIGHT_FILES:  # the ones read before any checkpoint there
+        return None
+    return (f"--output_dir {output_dir} holds a Hugging Face model ({name}, e.g. the initial "
+            f"weights), which tools reading the directory would take instead of the fine-tuned "
+            f"checkpoints; use another --output_dir")
 
 
 def fine_tune_on_data_dir(fine_tune, files=True):
