@@ -42,7 +42,8 @@ def define_fine_tuning_flags(max_seq_length=128):
                             "(--bert_config_file); without --do_train, the run in "
                             "--output_dir is used.")
     flags.DEFINE_string("output_dir", None, "Checkpoints, TensorBoard logs, metrics and "
-                        "predictions; training resumes from its latest checkpoint.")
+                        "predictions; training resumes from its latest checkpoint. A directory "
+                        "holding files of these names but no run is refused.")
     flags.DEFINE_integer("max_seq_length", max_seq_length, "Longest packed input, in word "
                          "pieces; batches are padded only to their longest example.")
     flags.DEFINE_bool("do_train", False, "Fine-tune on the training data.")
@@ -85,22 +86,28 @@ def define_data_file_flags(kind, train, eval, predict, predict_note=""):
                         + ".")
 
 
-def check_flags(data_flags, data_files=None, tool_problems=()):
+def check_flags(data_flags, data_files=None, tool_problems=(), outputs=()):
     """Raises `app.UsageError` listing every missing or invalid common flag and `tool_problems`
     (the tool's own), so that one run shows all of them.
 
     `data_flags` maps each of "train", "eval", "predict" to the flag(s) that tool needs for it,
     e.g. `{"train": ["data_dir"], ...}`; `data_files` maps them to the flag of the file they read
     in --data_dir (`data_path`), which must exist: checked before minutes of model loading and
-    training, not after. Then sizes TensorFlow's thread pools (--tensorflow_intra_op_parallelism,
-    --tensorflow_inter_op_parallelism), which must happen before its first op."""
+    training, not after. `outputs` are the names (shell patterns) of the files the tool writes
+    to --output_dir beside every run's (e.g. "predictions*.tsv"): --output_dir must hold none
+    of them unless it holds a run (`other_files_problem`). Then sizes TensorFlow's thread pools
+    (--tensorflow_intra_op_parallelism, --tensorflow_inter_op_parallelism), which must happen
+    before its first op."""
+    from bert_tf.training.existing_run import other_files_problem
+
     problems = list(tool_problems)
     if not (FLAGS.do_train or FLAGS.do_eval or FLAGS.do_predict):
         problems.append("nothing to do: give --do_train, --do_eval and/or --do_predict")
     if not FLAGS.output_dir:
         problems.append("--output_dir is required")
     elif problem := (output_dir_problem("output_dir", FLAGS.output_dir)
-                     or _hugging_face_model_problem(FLAGS.output_dir)):
+                     or _hugging_face_model_problem(FLAGS.output_dir)
+                     or other_files_problem(FLAGS.output_dir, outputs)):
         problems.append(problem)
     init_checkpoint = init_checkpoint_from_flags()
     try:
@@ -157,14 +164,15 @@ def _hugging_face_model_problem(output_dir):
             f"checkpoints; use another --output_dir")
 
 
-def fine_tune_on_data_dir(fine_tune, files=True):
+def fine_tune_on_data_dir(fine_tune, outputs, files=True):
     """The `main` of a tool whose modes read the files of `define_data_file_flags` (unless
-    `files` is False: the data comes from elsewhere, e.g. --tfds_name): checks the flags, then
-    calls `fine_tune(vocab_file)`."""
+    `files` is False: the data comes from elsewhere, e.g. --tfds_name) and write `outputs` to
+    --output_dir (`check_flags`): checks the flags, then calls `fine_tune(vocab_file)`."""
     if files:
-        check_flags({mode: ["data_dir"] for mode in DATA_FILE_FLAGS}, data_files=DATA_FILE_FLAGS)
+        check_flags({mode: ["data_dir"] for mode in DATA_FILE_FLAGS}, data_files=DATA_FILE_FLAGS,
+                    outputs=outputs)
     else:
-        check_flags({})
+        check_flags({}, outputs=outputs)
     logging.getLogger("bert_tf").setLevel(logging.INFO)
     fine_tune(vocab_file_from_flags())
 

@@ -27,8 +27,8 @@ Examples:
 Outputs in --output_dir: `ckpt-<step>.*` (the package's checkpoint: `encoder` + `pretraining_heads`
 + optimizer, readable by every tool's --init_checkpoint), `bert_config.json`, `run.json`,
 TensorBoard scalars in `train/` and `eval/`, and `eval_results.json`; with --export_dir, the
-encoder SavedModel in `<export_dir>/<step>/`. An --output_dir holding a run of another model is
-refused before anything is written.
+encoder SavedModel in `<export_dir>/<step>/`. An --output_dir holding a run of another model, or
+files of these names but no run, is refused before anything is written.
 """
 
 import contextlib
@@ -217,14 +217,26 @@ def _input_problems(job):
     return problems
 
 
+def _output_problems(job):
+    """What keeps the job from writing --output_dir and --export_dir, found before the first
+    write there, not after minutes of loading ("[Errno 20] Not a directory"): a file in the
+    way, files of the names a run writes in an --output_dir that holds no run."""
+    from bert_tf.training.existing_run import other_files_problem
+
+    problems = []
+    for flag in ("output_dir", "export_dir"):
+        path = getattr(job, flag)
+        problems.append(path and (output_dir_problem(flag, path)
+                                  or (flag == "output_dir" and other_files_problem(path))))
+    return list(filter(None, problems))
+
+
 def _check(job, embedded):
     # The embedded job writes its inputs itself, after these checks.
     problems = [] if embedded else _input_problems(job)
     if not job.output_dir:
         problems.append("--output_dir is required")
-    # Before the first write there, not after minutes of loading: "[Errno 20] Not a directory".
-    problems += filter(None, (output_dir_problem(name, getattr(job, name))
-                              for name in ("output_dir", "export_dir") if getattr(job, name)))
+    problems += _output_problems(job)
     if not (job.do_train or job.do_eval):
         problems.append("nothing to do: --do_train and --do_eval are both off")
     if embedded and job.strategy == "multi_worker_mirrored":
