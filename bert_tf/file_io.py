@@ -9,6 +9,7 @@ Example:
     ...     f.write(config.to_json_string())
 """
 
+import fnmatch
 import os
 
 
@@ -79,10 +80,42 @@ def file_in_the_way(directory):
     """
     if is_remote(directory):
         return None
-    existing = directory  # the path, or its nearest ancestor that exists
-    while existing and not os.path.exists(existing):
-        existing = os.path.dirname(existing)
+    existing = _nearest_existing(directory)
     return None if not existing or os.path.isdir(existing) else existing
+
+
+def _nearest_existing(path):
+    """`path`, or its nearest ancestor that exists; "" when none of a relative path does."""
+    while path and not os.path.exists(path):
+        path = os.path.dirname(path)
+    return path
+
+
+def unwritable_path(directory, names=()):
+    """The first local path that a job writing into `directory` cannot write: the directory
+    (or, when it is missing, its nearest existing ancestor, where it would be made), then each
+    entry of it whose name matches one of `names` (shell patterns, e.g. "predictions*.tsv"),
+    which the job writes again in place; None when it can write them all, or the path is
+    remote (its filesystem answers when written). Read-only files, directories and file
+    systems, and root's immutable files (`chattr +i`), all count.
+
+    Example:
+        >>> unwritable_path("run", ["eval_results.json"])   # after chmod a-w run/eval_results.json
+        'run/eval_results.json'
+    """
+    if is_remote(directory):
+        return None
+    existing = _nearest_existing(directory) or os.curdir
+    if not os.access(existing, os.W_OK | os.X_OK):
+        return existing
+    if existing != directory:
+        return None  # nothing in it yet
+    for name in sorted(os.listdir(directory)):
+        path = os.path.join(directory, name)
+        if (any(fnmatch.fnmatchcase(name, pattern) for pattern in names)
+                and not os.access(path, os.W_OK | (os.X_OK if os.path.isdir(path) else 0))):
+            return path
+    return None
 
 
 def file_kind(path):

@@ -1,12 +1,14 @@
 """Which paths name one file (`file_keys`), which output files would destroy one
-(`output_file_problems`), what a path names (`file_kind`) and which file keeps a directory
-from being made (`file_in_the_way`), local and remote."""
+(`output_file_problems`), what a path names (`file_kind`), which file keeps a directory
+from being made (`file_in_the_way`) or written (`unwritable_path`), local and remote."""
 
 import os
 
 import tensorflow as tf
 
-from bert_tf.file_io import file_in_the_way, file_keys, file_kind, output_file_problems
+from bert_tf.file_io import (file_in_the_way, file_keys, file_kind, output_file_problems,
+                             unwritable_path)
+from tests.read_only import read_only
 
 
 def test_paths_of_one_file_share_a_key(tmp_path, monkeypatch):
@@ -65,3 +67,25 @@ def test_the_file_in_the_way_of_a_directory(tmp_path):
     assert file_in_the_way(str(notes / "run1" / "a")) == str(notes)
     assert file_in_the_way(str(tmp_path / "new" / "run1")) is None
     assert file_in_the_way("gs://bucket/notes.txt/run1") is None
+
+
+def test_the_path_a_job_cannot_write(tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    for name in ("eval_results.json", "predictions.tsv", "notes.txt"):
+        (run / name).write_text("kept")
+    (run / "train").mkdir()
+    names = ["eval_results.json", "predictions*.tsv", "train"]
+    assert unwritable_path(str(run), names) is None
+    with read_only(run / "predictions.tsv"):
+        assert unwritable_path(str(run), names) == str(run / "predictions.tsv")
+        assert unwritable_path(str(run), ["eval_results.json"]) is None  # not written again
+    with read_only(run / "notes.txt"):
+        assert unwritable_path(str(run), names) is None  # not the job's
+    with read_only(run / "train"):  # its new event files go in there
+        assert unwritable_path(str(run), names) == str(run / "train")
+    with read_only(run):
+        assert unwritable_path(str(run), names) == str(run)
+        assert unwritable_path(str(run / "new" / "deeper"), names) == str(run)  # made in it
+    assert unwritable_path(str(tmp_path / "new"), names) is None
+    assert unwritable_path("gs://bucket/run", names) is None

@@ -5,6 +5,7 @@ SIGKILL, the exported SavedModel agreeing with the tool, bad input, and MiniLM o
 import json
 import os
 import random
+import shutil
 
 import numpy as np
 import pytest
@@ -15,6 +16,7 @@ from bert_tf.cli.run_classifier import OUTPUTS
 from bert_tf.metrics.glue import glue_metrics
 from bert_tf.training.existing_run import is_run_output
 from tests.export.tiny_models import VOCAB, tiny_config, write_vocab
+from tests.read_only import read_only
 from tests.resources import minilm_dir, shared_data_path
 from tests.tools.tool_runs import (error_output, kill_at_first_checkpoint, latest_step, run_tool,
                                    scalar_curves)
@@ -247,6 +249,23 @@ def test_an_output_dir_of_files_a_run_writes_but_no_run_is_refused_and_kept(work
                       "--num_train_steps=1")
     assert result.returncode == 0, result.stderr[-3000:]  # other files are no run's
     assert (mine / "notes.txt").read_text() == "kept" and latest_step(mine) == 1
+
+
+def _copy_of_run(run, directory):
+    shutil.copytree(run, directory)
+    return directory
+
+
+def test_a_file_the_run_cannot_write_is_refused_before_it_trains(workspace, sst2_run, tmp_path):
+    output_dir = _copy_of_run(sst2_run[0], tmp_path / "run")
+    with read_only(output_dir / "predictions.tsv"):
+        result = run_tool("run_classifier.py", *workspace["model"], *TRAIN_FLAGS,
+                          f"--data_dir={workspace['sst2']}", f"--output_dir={output_dir}",
+                          "--do_train", f"--num_train_steps={STEPS + 10}", "--do_predict")
+    assert error_output(result) == (
+        f"run_classifier: error: --output_dir {output_dir}: {output_dir}/predictions.tsv is not "
+        f"writable; make it writable or use another --output_dir")
+    assert latest_step(output_dir) == STEPS  # found before training, not after it
 
 
 def test_the_casing_is_recorded_followed_and_never_contradicted(workspace, tmp_path):

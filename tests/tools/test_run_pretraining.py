@@ -21,6 +21,7 @@ from tests.data.pretraining.toy_corpus import CLS as CLS_ID
 from tests.data.pretraining.toy_corpus import SEP as SEP_ID
 from tests.data.pretraining.toy_corpus import (VOCAB, numbered_documents, word_ids, write_corpus,
                                                write_vocab)
+from tests.read_only import read_only
 from tests.training.test_distributed import free_port
 from tests.training.test_schedule import googles_learning_rate
 from tests.tools.tool_runs import (error_output, eval_results, kill_at_first_checkpoint,
@@ -305,6 +306,20 @@ def test_an_output_dir_of_files_a_run_writes_but_no_run_is_refused_and_kept(data
         f"--output_dir")
     assert sorted(os.listdir(mine)) == ["eval", "eval_results.json"]
     assert (mine / "eval_results.json").read_text() == '{"masked_lm_accuracy": 0.7}'
+
+
+def test_an_export_dir_it_cannot_write_is_refused_before_training(data, tmp_path):
+    export_dir = tmp_path / "export"
+    export_dir.mkdir()
+    output_dir = tmp_path / "out"
+    with read_only(export_dir):
+        result = run_tool(TOOL, *training_flags(data, output_dir), "--num_train_steps=2",
+                          "--num_warmup_steps=0", f"--export_dir={export_dir}",
+                          "--vocab_file=vocab.txt")
+    assert error_output(result) == (
+        f"run_pretraining: error: --export_dir {export_dir} is not writable; make it writable "
+        f"or use another --export_dir")
+    assert not output_dir.exists()  # found before the training, not after it
 
 
 def _text_file_refusal(flag, path):
