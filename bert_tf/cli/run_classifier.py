@@ -48,6 +48,7 @@ from absl import app, flags
 from bert_tf.cli import fine_tuning_flags as common
 from bert_tf.cli import tfds_flags
 from bert_tf.cli.app import run_tool
+from bert_tf.file_io import open_file
 
 FLAGS = flags.FLAGS
 
@@ -172,7 +173,7 @@ def _write_predictions(path, task, examples, logits):
     """predictions.tsv: id, label name and each class's probability (regression: id, score)."""
     import numpy as np
 
-    with open(path, "w", encoding="utf-8") as f:
+    with open_file(path, "w") as f:  # whole or not at all
         if task.is_regression:
             f.write("id\tscore\n")
             for example_id, score in zip(examples.ids, logits[:, 0]):

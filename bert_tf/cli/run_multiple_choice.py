@@ -26,6 +26,7 @@ from absl import flags
 
 from bert_tf.cli import fine_tuning_flags as common
 from bert_tf.cli.app import run_tool
+from bert_tf.file_io import replacing
 
 FLAGS = flags.FLAGS
 
@@ -53,7 +54,7 @@ def _read(name, require_labels, tokenizer):
 
 
 def _write_predictions(path, examples, probabilities):
-    with open(path, "w", encoding="utf-8", newline="") as f:
+    with replacing(path) as temporary, open(temporary, "w", encoding="utf-8", newline="") as f:
         writer = csv.writer(f)
         writer.writerow(["id", "line", "prediction"]
                         + [f"probability{i}" for i in range(examples.num_choices)])

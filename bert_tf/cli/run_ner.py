@@ -34,6 +34,7 @@ from bert_tf.cli import fine_tuning_flags as common
 from bert_tf.cli import tfds_flags
 from bert_tf.cli.app import run_tool
 from bert_tf.data.tasks.conll import LABEL_LIST_FILE
+from bert_tf.file_io import replacing
 
 FLAGS = flags.FLAGS
 
@@ -147,7 +148,8 @@ def fine_tune(tokenizer_vocab):
     encoder = common.encoder_from_flags()
     common.prepare_output_dir(encoder, tokenizer_vocab, "run_ner")
     if FLAGS.do_train:  # only now: a run stopped by bad data leaves no list to block its rerun
-        conll.write_label_list(os.path.join(FLAGS.output_dir, LABEL_LIST_FILE), labels)
+        with replacing(os.path.join(FLAGS.output_dir, LABEL_LIST_FILE)) as temporary:
+            conll.write_label_list(temporary, labels)
     model = BertTokenClassifier(encoder, num_classes=len(labels))
     # The loss is the mean over first word pieces only: -1 marks every other position.
     loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True,
@@ -167,8 +169,8 @@ def fine_tune(tokenizer_vocab):
         results = entity_scores([s.tags for s in sentences], predicted)
         results["data"] = {"file": path, "words": sum(len(s.rows) for s in sentences),
                            **windows.counts()}
-        conll.write_conll_predictions(os.path.join(FLAGS.output_dir, EVAL_PREDICTIONS_FILE),
-                                      sentences, predicted)
+        with replacing(os.path.join(FLAGS.output_dir, EVAL_PREDICTIONS_FILE)) as temporary:
+            conll.write_conll_predictions(temporary, sentences, predicted)
         json_path = common.write_results(results, tuner.step)
         logger.info("Entity precision %.4f recall %.4f F1 %.4f -> %s", results["precision"],
                     results["recall"], results["f1"], json_path)
@@ -178,8 +180,9 @@ def fine_tune(tokenizer_vocab):
     if FLAGS.do_predict:
         _, sentences, windows = data["predict"]
         output = os.path.join(FLAGS.output_dir, TEST_PREDICTIONS_FILE)
-        conll.write_conll_predictions(output, sentences, _predict_tags(tuner, windows, labels,
-                                                                    FLAGS.predict_batch_size))
+        predicted = _predict_tags(tuner, windows, labels, FLAGS.predict_batch_size)
+        with replacing(output) as temporary:
+            conll.write_conll_predictions(temporary, sentences, predicted)
         print(f"Wrote predictions for {len(sentences)} sentences to {output}")
 
 

@@ -5,7 +5,9 @@ SIGKILL, the exported SavedModel agreeing with the tool, bad input, and MiniLM o
 import json
 import os
 import random
+import resource
 import shutil
+import subprocess
 
 import numpy as np
 import pytest
@@ -19,7 +21,7 @@ from tests.export.tiny_models import VOCAB, tiny_config, write_vocab
 from tests.read_only import read_only
 from tests.resources import minilm_dir, shared_data_path
 from tests.tools.tool_runs import (error_output, kill_at_first_checkpoint, latest_step, run_tool,
-                                   scalar_curves)
+                                   scalar_curves, tool_command, tool_env)
 
 SEQ = 32  # short texts are padded to 16, the export pads to 32: results must not change
 POSITIVE = ["a good movie", "good film", "a good good film !", "what a good movie"]
@@ -266,6 +268,30 @@ def test_a_file_the_run_cannot_write_is_refused_before_it_trains(workspace, sst2
         f"run_classifier: error: --output_dir {output_dir}: {output_dir}/predictions.tsv is not "
         f"writable; make it writable or use another --output_dir")
     assert latest_step(output_dir) == STEPS  # found before training, not after it
+
+
+def test_a_full_disk_leaves_the_runs_files_whole(workspace, sst2_run, tmp_path):
+    """A full disk (here: a limit on the size of a file written) while the run's config or its
+    predictions are written again leaves the earlier files whole, not cut short as if complete
+    (a config cut short broke the run)."""
+    output_dir = _copy_of_run(sst2_run[0], tmp_path / "run")
+    before = _files(output_dir)
+    data = tmp_path / "SST-2"
+    shutil.copytree(workspace["sst2"], data)
+    _write(data / "test.tsv", [["index", "sentence"], *[[str(i), text] for i, (text, _) in
+                                                          enumerate(_sentences(3000, seed=4))]])
+    # bert_config.json takes ~330 bytes, the predictions of 3,000 sentences ~75 KB.
+    for limit, name in ((200, "bert_config.json"), (16 << 10, "predictions.tsv")):
+        result = subprocess.run(tool_command(
+            "run_classifier.py", "--task_name=SST-2", f"--data_dir={data}",
+            f"--output_dir={output_dir}", f"--max_seq_length={SEQ}", "--do_predict"),
+            capture_output=True, text=True, timeout=900, env=tool_env(),
+            preexec_fn=lambda limit=limit: resource.setrlimit(resource.RLIMIT_FSIZE,
+                                                              (limit, limit)))
+        assert result.returncode == 1
+        assert result.stderr.strip().splitlines()[-1] == (
+            f"run_classifier: error: [Errno 27] File too large: '{output_dir}/{name}'")
+        assert _files(output_dir) == before
 
 
 def test_the_casing_is_recorded_followed_and_never_contradicted(workspace, tmp_path):
