@@ -9,8 +9,11 @@ Example:
     ...     f.write(config.to_json_string())
 """
 
+import contextlib
+import errno
+import fnmatch
 import os
-import tempfile
+import shutil
 
 
 def is_remote(path):
@@ -85,32 +88,36 @@ def file_in_the_way(directory):
 
 
 def _nearest_existing(path):
-    """`path` if it exists, else its nearest ancestor that does ("" when no ancestor of a
-    relative path does: the working directory)."""
+    """`path`, or its nearest ancestor that exists; "" when none of a relative path does."""
     while path and not os.path.exists(path):
         path = os.path.dirname(path)
     return path
 
 
-def directory_write_problem(directory):
-    """Why this process cannot write into the local `directory` (made if missing): its nearest
-    existing directory refuses a new file (a read-only file system, no permission), found by
-    creating one that has no name; None if it may, if a file is in the way
-    (`file_in_the_way`), or if the path is remote.
+def unwritable_path(directory, names=()):
+    """The first local path that a job writing into `directory` cannot write: the directory
+    (or, when it is missing, its nearest existing ancestor, where it would be made), then each
+    entry of it whose name matches one of `names` (shell patterns, e.g. "predictions*.tsv"),
+    which the job writes again in place; None when it can write them all, or the path is
+    remote (its filesystem answers when written). Read-only files, directories and file
+    systems, and root's immutable files (`chattr +i`), all count.
 
     Example:
-        >>> directory_write_problem("/mnt/cdrom/models")
-        '/mnt/cdrom is not writable (Read-only file system)'
+        >>> unwritable_path("run", ["eval_results.json"])   # after chmod a-w run/eval_results.json
+        'run/eval_results.json'
     """
     if is_remote(directory):
         return None
     existing = _nearest_existing(directory) or os.curdir
-    if not os.path.isdir(existing):
-        return None
-    try:
-        tempfile.TemporaryFile(dir=existing).close()
-    except OSError as error:
-        return f"{existing} is not writable ({error.strerror or error})"
+    if not os.access(existing, os.W_OK | os.X_OK):
+        return existing
+    if existing != directory:
+        return None  # nothing in it yet
+    for name in sorted(os.listdir(directory)):
+        path = os.path.join(directory, name)
+        if (any(fnmatch.fnmatchcase(name, pattern) for pattern in names)
+                and not os.access(path, os.W_OK | (os.X_OK if os.path.isdir(path) else 0))):
+            return path
     return None
 
 
@@ -135,7 +142,10 @@ def file_kind(path):
 
 
 def open_file(path, mode="r"):
-    """`path` opened in `mode` ("r", "w", "rb", "wb"; text is UTF-8); "w" replaces the file."""
+    """`path` opened in `mode` ("r", "w", "rb", "wb"; text is UTF-8). A local file written
+    ("w", "wb") is a new file that replaces `path` when it is closed, and goes when the `with`
+    block writing it raises (`replacing`): a config or a result is whole or as it was, never
+    cut short by a full disk or Ctrl-C."""
     if is_remote(path):
         import tensorflow as tf  # only then: reading a local config does not load TensorFlow
 
@@ -144,7 +154,101 @@ def open_file(path, mode="r"):
         if "w" in mode and tf.io.gfile.exists(path):
             tf.io.gfile.remove(path)
         return tf.io.gfile.GFile(path, mode)
+    if "w" in mode:
+        return _ReplacingFile(path, mode)
     return open(path, mode, encoding=None if "b" in mode else "utf-8")
+
+
+class _Replacement:
+    """The file written in place of the local `path` (see `replacing`): `temporary` beside
+    it, or `path` itself when that is remote or no regular file (/dev/stdout is written as it
+    is)."""
+
+    def __init__(self, path):
+        self.path = path
+        self.target = os.path.realpath(path)  # through a symbolic link, which keeps naming it
+        exists = os.path.exists(self.target)
+        self.in_place = is_remote(path) or (exists and not os.path.isfile(self.target))
+        if not self.in_place and exists and not os.access(self.target, os.W_OK):
+            # A read-only file stays (a rename would replace it), as `open(path, "w")` says.
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), path)
+        # Named for what it is: a `kill -9` leaves it.
+        self.temporary = path if self.in_place else f"{self.target}.incomplete"
+
+    def commit(self):
+        if not self.in_place:
+            if os.path.exists(self.target):
+                shutil.copymode(self.target, self.temporary)
+            os.replace(self.temporary, self.target)
+
+    def discard(self, error):
+        """Deletes the new file after `error`; an OSError naming no file, or the temporary
+        one, names `path` instead (a write's "[Errno 28] No space left on device")."""
+        if not self.in_place:
+            with contextlib.suppress(OSError):
+                os.remove(self.temporary)
+        if isinstance(error, OSError) and error.filename in (None, self.temporary):
+            error.filename = self.path
+
+
+@contextlib.contextmanager
+def replacing(path):
+    """A path to write the new content of the file `path` to, for writers that take a path:
+    a temporary file beside it, renamed to `path` when the block ends, and deleted when it
+    raises (Ctrl-C, a full disk). `path` is never left half written as if complete, and a file
+    there before stays whole until the new one is. A remote path (gs://...) is itself: its
+    object appears whole when its writer closes.
+
+    Example:
+        >>> with replacing("run/test_predictions.txt") as temporary:
+        ...     write_conll_predictions(temporary, sentences, tags)
+    """
+    replacement = _Replacement(path)
+    try:
+        yield replacement.temporary
+        replacement.commit()
+    except BaseException as error:
+        replacement.discard(error)
+        raise
+
+
+class _ReplacingFile:
+    """`open_file`'s local file opened for writing: the file of `replacing`, which replaces
+    `path` when closed, unless the `with` block writing it raised."""
+
+    def __init__(self, path, mode):
+        self._replacement = _Replacement(path)
+        try:
+            self._file = open(self._replacement.temporary, mode,
+                              encoding=None if "b" in mode else "utf-8")
+        except OSError as error:
+            self._replacement.discard(error)
+            raise
+
+    def __getattr__(self, name):
+        return getattr(self._file, name)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, error_type, error, traceback):
+        self._close(error)
+
+    def close(self):
+        self._close(None)
+
+    def _close(self, error):
+        if self._file.closed:
+            return
+        try:
+            self._file.close()  # may fail too: the last write is flushed here
+            if error is None:
+                self._replacement.commit()
+        except BaseException as close_error:
+            self._replacement.discard(close_error)
+            raise
+        if error is not None:
+            self._replacement.discard(error)
 
 
 def makedirs(path):

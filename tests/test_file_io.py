@@ -1,15 +1,17 @@
 """Which paths name one file (`file_keys`), which output files would destroy one
-(`output_file_problems`), what a path names (`file_kind`) and which file keeps a directory
-from being made (`file_in_the_way`) or written into (`directory_write_problem`), local and
-remote."""
+(`output_file_problems`), what a path names (`file_kind`), which file keeps a directory
+from being made (`file_in_the_way`) or written (`unwritable_path`), local and remote, and
+files replaced whole or not at all (`replacing`)."""
 
 import os
+import stat
 
+import pytest
 import tensorflow as tf
 
-from bert_tf.file_io import (directory_write_problem, file_in_the_way, file_keys, file_kind,
-                             output_file_problems)
-from tests.resources import unwritable_directory
+from bert_tf.file_io import (file_in_the_way, file_keys, file_kind, open_file,
+                             output_file_problems, replacing, unwritable_path)
+from tests.read_only import read_only
 
 
 def test_paths_of_one_file_share_a_key(tmp_path, monkeypatch):
@@ -70,15 +72,75 @@ def test_the_file_in_the_way_of_a_directory(tmp_path):
     assert file_in_the_way("gs://bucket/notes.txt/run1") is None
 
 
-def test_a_directory_that_refuses_files(tmp_path, monkeypatch):
-    unwritable = unwritable_directory(tmp_path)
-    assert directory_write_problem(os.path.join(unwritable, "models", "bert")) == (
-        f"{unwritable} is not writable (Permission denied)")
-    for writable in (str(tmp_path), str(tmp_path / "new" / "run1"), "relative/run1"):
-        monkeypatch.chdir(tmp_path)
-        assert directory_write_problem(writable) is None, writable
-    # The file that tried has no name, and is gone.
-    assert os.listdir(tmp_path) == ([] if unwritable == "/sys" else ["read_only"])
-    (tmp_path / "notes.txt").write_text("keep")
-    assert directory_write_problem(str(tmp_path / "notes.txt" / "run1")) is None  # in the way
-    assert directory_write_problem("gs://bucket/run1") is None
+def test_the_path_a_job_cannot_write(tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    for name in ("eval_results.json", "predictions.tsv", "notes.txt"):
+        (run / name).write_text("kept")
+    (run / "train").mkdir()
+    names = ["eval_results.json", "predictions*.tsv", "train"]
+    assert unwritable_path(str(run), names) is None
+    with read_only(run / "predictions.tsv"):
+        assert unwritable_path(str(run), names) == str(run / "predictions.tsv")
+        assert unwritable_path(str(run), ["eval_results.json"]) is None  # not written again
+    with read_only(run / "notes.txt"):
+        assert unwritable_path(str(run), names) is None  # not the job's
+    with read_only(run / "train"):  # its new event files go in there
+        assert unwritable_path(str(run), names) == str(run / "train")
+    with read_only(run):
+        assert unwritable_path(str(run), names) == str(run)
+        assert unwritable_path(str(run / "new" / "deeper"), names) == str(run)  # made in it
+    assert unwritable_path(str(tmp_path / "new"), names) is None
+    assert unwritable_path("gs://bucket/run", names) is None
+
+
+def test_a_file_is_replaced_whole_or_not_at_all(tmp_path):
+    path = tmp_path / "predictions.tsv"
+    path.write_text("old\n")
+    os.chmod(path, 0o640)
+    with pytest.raises(KeyboardInterrupt):  # Ctrl-C, or a full disk, halfway through
+        with replacing(str(path)) as temporary, open(temporary, "w") as f:
+            f.write("new, first half\n")
+            raise KeyboardInterrupt
+    assert path.read_text() == "old\n" and os.listdir(tmp_path) == ["predictions.tsv"]
+    with replacing(str(path)) as temporary, open(temporary, "w") as f:
+        f.write("new\n")
+    assert path.read_text() == "new\n" and os.listdir(tmp_path) == ["predictions.tsv"]
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o640
+
+    link = tmp_path / "link.tsv"  # a symbolic link keeps naming the replaced file
+    link.symlink_to(path)
+    with replacing(str(link)) as temporary, open(temporary, "w") as f:
+        f.write("through the link\n")
+    assert link.is_symlink() and path.read_text() == "through the link\n"
+
+    with read_only(path), pytest.raises(PermissionError, match="predictions.tsv"):
+        with replacing(str(path)):
+            pass
+    assert path.read_text() == "through the link\n"
+
+
+def test_a_remote_file_is_written_in_place():
+    with replacing("ram://replacing/results.json") as temporary:
+        assert temporary == "ram://replacing/results.json"  # whole when its writer closes
+        with open_file(temporary, "w") as f:
+            f.write("{}")
+    assert tf.io.gfile.GFile("ram://replacing/results.json").read() == "{}"
+
+
+def test_a_file_written_with_open_file_is_whole_or_as_it_was(tmp_path):
+    path = tmp_path / "bert_config.json"
+    path.write_text('{"hidden_size": 768}\n')
+    with pytest.raises(KeyboardInterrupt):
+        with open_file(str(path), "w") as f:
+            f.write('{"hidden_')
+            raise KeyboardInterrupt
+    assert path.read_text() == '{"hidden_size": 768}\n' and os.listdir(tmp_path) == [path.name]
+    f = open_file(str(path), "w")  # closed without a `with` block
+    f.write('{"hidden_size": 128}\n')
+    assert path.read_text() == '{"hidden_size": 768}\n'  # until it is closed
+    f.close()
+    assert path.read_text() == '{"hidden_size": 128}\n' and os.listdir(tmp_path) == [path.name]
+    with pytest.raises(FileNotFoundError) as error:  # named as given, not as written
+        open_file(str(tmp_path / "missing" / "vocab.txt"), "wb")
+    assert error.value.filename == str(tmp_path / "missing" / "vocab.txt")

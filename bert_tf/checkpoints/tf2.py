@@ -81,13 +81,13 @@ def check_new_output_dir(output_dir, vocab_file=None):
         FileExistsError: mymodel is not empty (bert_config.json, vocab.txt): write the
         checkpoint into a new or empty directory
     """
-    if problem := file_io.directory_write_problem(output_dir):
-        raise PermissionError(f"Cannot write into {output_dir}: {problem}; write the "
-                              f"checkpoint into a directory you can write")
+    if os.path.exists(output_dir) and not os.path.isdir(output_dir):
+        raise FileExistsError(f"{output_dir} is a file, not a directory: write the "
+                              f"checkpoint into a new or empty directory")
+    if unwritable := file_io.unwritable_path(output_dir):
+        raise PermissionError(f"Cannot write into {output_dir}: {unwritable} is not writable; "
+                              f"write the checkpoint into a directory you can write")
     if not os.path.isdir(output_dir):
-        if os.path.exists(output_dir):
-            raise FileExistsError(f"{output_dir} is a file, not a directory: write the "
-                                  f"checkpoint into a new or empty directory")
         return
     kept = os.path.join(output_dir, layout.VOCAB_FILE)
     entries = sorted(name for name in os.listdir(output_dir) if not (

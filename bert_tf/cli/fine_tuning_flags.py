@@ -21,7 +21,8 @@ from absl import app, flags
 
 from bert_tf.cli import checkpoint_flags
 from bert_tf.cli.checkpoint_flags import define_checkpoint_flags
-from bert_tf.cli.path_checks import input_file_problem, output_dir_problem
+from bert_tf.cli.path_checks import (input_file_problem, output_dir_problem,
+                                     unwritable_output_problem)
 from bert_tf.cli.thread_pool_flags import define_thread_pool_flags, size_thread_pools_from_flags
 from bert_tf.file_io import file_kind
 from bert_tf.training.mixed_precision import MIXED_PRECISION
@@ -42,7 +43,8 @@ def define_fine_tuning_flags(max_seq_length=128):
                             "(--bert_config_file); without --do_train, the run in "
                             "--output_dir is used.")
     flags.DEFINE_string("output_dir", None, "Checkpoints, TensorBoard logs, metrics and "
-                        "predictions; training resumes from its latest checkpoint.")
+                        "predictions; training resumes from its latest checkpoint. A directory "
+                        "holding files of these names but no run is refused.")
     flags.DEFINE_integer("max_seq_length", max_seq_length, "Longest packed input, in word "
                          "pieces; batches are padded only to their longest example.")
     flags.DEFINE_bool("do_train", False, "Fine-tune on the training data.")
@@ -85,22 +87,31 @@ def define_data_file_flags(kind, train, eval, predict, predict_note=""):
                         + ".")
 
 
-def check_flags(data_flags, data_files=None, tool_problems=()):
+def check_flags(data_flags, data_files=None, tool_problems=(), outputs=()):
     """Raises `app.UsageError` listing every missing or invalid common flag and `tool_problems`
     (the tool's own), so that one run shows all of them.
 
     `data_flags` maps each of "train", "eval", "predict" to the flag(s) that tool needs for it,
     e.g. `{"train": ["data_dir"], ...}`; `data_files` maps them to the flag of the file they read
     in --data_dir (`data_path`), which must exist: checked before minutes of model loading and
-    training, not after. Then sizes TensorFlow's thread pools (--tensorflow_intra_op_parallelism,
-    --tensorflow_inter_op_parallelism), which must happen before its first op."""
+    training, not after. `outputs` are the names (shell patterns) of the files the tool writes
+    to --output_dir beside every run's (e.g. "predictions*.tsv"): --output_dir must hold none
+    of them unless it holds a run (`other_files_problem`), and the tool must be able to write
+    them (`unwritable_output_problem`). Then sizes TensorFlow's thread pools
+    (--tensorflow_intra_op_parallelism, --tensorflow_inter_op_parallelism), which must happen
+    before its first op."""
+    from bert_tf.training.existing_run import WRITTEN_FILES, other_files_problem
+
     problems = list(tool_problems)
     if not (FLAGS.do_train or FLAGS.do_eval or FLAGS.do_predict):
         problems.append("nothing to do: give --do_train, --do_eval and/or --do_predict")
     if not FLAGS.output_dir:
         problems.append("--output_dir is required")
     elif problem := (output_dir_problem("output_dir", FLAGS.output_dir)
-                     or _hugging_face_model_problem(FLAGS.output_dir)):
+                     or _hugging_face_model_problem(FLAGS.output_dir)
+                     or other_files_problem(FLAGS.output_dir, outputs)
+                     or unwritable_output_problem("output_dir", FLAGS.output_dir,
+                                                  WRITTEN_FILES + tuple(outputs))):
         problems.append(problem)
     init_checkpoint = init_checkpoint_from_flags()
     try:
@@ -143,24 +154,29 @@ def _hugging_face_model_problem(output_dir):
     """Why `output_dir` cannot take a run when it holds a Hugging Face model (e.g. it is the
     --init_checkpoint): every tool reading the directory would read that model, not the
     fine-tuned checkpoints written beside it; None otherwise."""
-    from bert_tf.checkpoints.sources import HUGGING_FACE_WEIGHT_FILES
+    from bert_tf.checkpoints.sources import HUGGING_FACE_WEIGHT_FILES, detect_format
 
-    for name in HUGGING_FACE_WEIGHT_FILES:
-        if file_kind(os.path.join(output_dir, name)) == "file":
-            return (f"--output_dir {output_dir} holds a Hugging Face model ({name}, e.g. the "
-                    f"initial weights), which tools reading the directory would take instead "
-                    f"of the fine-tuned checkpoints; use another --output_dir")
-    return None
+    try:
+        _, weights = detect_format(output_dir)  # what a tool reading the directory reads
+    except (OSError, ValueError):  # no checkpoint there (yet), or none this package reads
+        return None
+    name = os.path.basename(weights)
+    if name not in HUGGING_FACE_WEIGHT_FILES:  # the ones read before any checkpoint there
+        return None
+    return (f"--output_dir {output_dir} holds a Hugging Face model ({name}, e.g. the initial "
+            f"weights), which tools reading the directory would take instead of the fine-tuned "
+            f"checkpoints; use another --output_dir")
 
 
-def fine_tune_on_data_dir(fine_tune, files=True):
+def fine_tune_on_data_dir(fine_tune, outputs, files=True):
     """The `main` of a tool whose modes read the files of `define_data_file_flags` (unless
-    `files` is False: the data comes from elsewhere, e.g. --tfds_name): checks the flags, then
-    calls `fine_tune(vocab_file)`."""
+    `files` is False: the data comes from elsewhere, e.g. --tfds_name) and write `outputs` to
+    --output_dir (`check_flags`): checks the flags, then calls `fine_tune(vocab_file)`."""
     if files:
-        check_flags({mode: ["data_dir"] for mode in DATA_FILE_FLAGS}, data_files=DATA_FILE_FLAGS)
+        check_flags({mode: ["data_dir"] for mode in DATA_FILE_FLAGS}, data_files=DATA_FILE_FLAGS,
+                    outputs=outputs)
     else:
-        check_flags({})
+        check_flags({}, outputs=outputs)
     logging.getLogger("bert_tf").setLevel(logging.INFO)
     fine_tune(vocab_file_from_flags())
 

@@ -8,7 +8,7 @@ Example (a tool's flag checks):
         problems.append(problem)
 """
 
-from bert_tf.file_io import file_in_the_way, file_kind, is_remote
+from bert_tf.file_io import file_in_the_way, file_kind, is_remote, unwritable_path
 
 
 def output_dir_problem(flag, path):
@@ -24,6 +24,24 @@ def output_dir_problem(flag, path):
         return None
     where = path if blocking == path else f"{path}: {blocking}"
     return f"--{flag} {where} is a file, not a directory"
+
+
+def unwritable_output_problem(flag, path, names=()):
+    """What keeps a job from writing into `path`, the value of --`flag`, and into its entries
+    matching `names` (shell patterns: the files the job writes again in place); None if
+    nothing does. Asked before the job starts, not found at its first save after hours of
+    training. Paths of other file systems (gs://...) are not checked.
+
+    Example:
+        >>> unwritable_output_problem("output_dir", "run", ["eval_results.json"])   # read-only
+        '--output_dir run: run/eval_results.json is not writable; make it writable or use
+        another --output_dir'
+    """
+    blocking = unwritable_path(path, names)
+    if blocking is None:
+        return None
+    where = path if blocking == path else f"{path}: {blocking}"
+    return f"--{flag} {where} is not writable; make it writable or use another --{flag}"
 
 
 def input_file_problem(flag, path):

@@ -18,8 +18,9 @@ similar length, evaluation and prediction run the shortest texts first, and ever
 padded only to its longest example (rounded up to 4 in training, 16 otherwise).
 
 Writes to --output_dir: checkpoints (resumed from when the command is run again after an
-interruption; a directory holding a run of another model or task is refused), `bert_config.json`
-+ `vocab.txt` (so the directory is a complete --init_checkpoint for bert-tf-export-savedmodel),
+interruption; a directory holding a run of another model or task, or these files but no run, is
+refused), `bert_config.json` + `vocab.txt` (so the directory is a complete --init_checkpoint for
+bert-tf-export-savedmodel),
 `tokenizer_config.json` (the lower-casing used, which later runs from the directory and the
 export default to), `run.json` (the tool and task), TensorBoard logs (train/, eval/),
 `eval_results.json` (the task's GLUE metrics, loss, example counts; MNLI's mismatched dev set
@@ -47,8 +48,12 @@ from absl import app, flags
 from bert_tf.cli import fine_tuning_flags as common
 from bert_tf.cli import tfds_flags
 from bert_tf.cli.app import run_tool
+from bert_tf.file_io import open_file
 
 FLAGS = flags.FLAGS
+
+# What it writes to --output_dir beside every run's files (MNLI: predictions_mismatched.tsv too).
+OUTPUTS = ("predictions*.tsv",)
 
 
 def define_flags():
@@ -168,7 +173,7 @@ def _write_predictions(path, task, examples, logits):
     """predictions.tsv: id, label name and each class's probability (regression: id, score)."""
     import numpy as np
 
-    with open(path, "w", encoding="utf-8") as f:
+    with open_file(path, "w") as f:  # whole or not at all
         if task.is_regression:
             f.write("id\tscore\n")
             for example_id, score in zip(examples.ids, logits[:, 0]):
@@ -185,7 +190,7 @@ def _write_predictions(path, task, examples, logits):
 
 def main():
     needs = [] if FLAGS.tfds_name else ["task_name", "data_dir"]
-    common.check_flags({"train": needs, "eval": needs, "predict": needs})
+    common.check_flags({"train": needs, "eval": needs, "predict": needs}, outputs=OUTPUTS)
     from bert_tf.data.tasks.glue_tasks import glue_task
     try:
         task = glue_task(FLAGS.task_name) if FLAGS.task_name else None

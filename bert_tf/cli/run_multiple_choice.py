@@ -26,8 +26,12 @@ from absl import flags
 
 from bert_tf.cli import fine_tuning_flags as common
 from bert_tf.cli.app import run_tool
+from bert_tf.file_io import replacing
 
 FLAGS = flags.FLAGS
+
+EVAL_PREDICTIONS_FILE, TEST_PREDICTIONS_FILE = "eval_predictions.csv", "test_predictions.csv"
+OUTPUTS = (EVAL_PREDICTIONS_FILE, TEST_PREDICTIONS_FILE)  # beside every run's files
 
 logger = logging.getLogger("bert_tf.tools")
 
@@ -50,7 +54,7 @@ def _read(name, require_labels, tokenizer):
 
 
 def _write_predictions(path, examples, probabilities):
-    with open(path, "w", encoding="utf-8", newline="") as f:
+    with replacing(path) as temporary, open(temporary, "w", encoding="utf-8", newline="") as f:
         writer = csv.writer(f)
         writer.writerow(["id", "line", "prediction"]
                         + [f"probability{i}" for i in range(examples.num_choices)])
@@ -100,7 +104,7 @@ def fine_tune(vocab_file):
             "loss": cross_entropy(scores, examples.labels),
             "data": {"file": path, "examples": len(examples),
                      "num_choices": examples.num_choices, "truncated_pairs": truncated}}
-        _write_predictions(os.path.join(FLAGS.output_dir, "eval_predictions.csv"), examples,
+        _write_predictions(os.path.join(FLAGS.output_dir, EVAL_PREDICTIONS_FILE), examples,
                            softmax(scores))
         json_path = common.write_results(results, tuner.step)
         logger.info("Accuracy %.4f over %d examples -> %s", results["accuracy"], len(examples),
@@ -109,13 +113,13 @@ def fine_tune(vocab_file):
 
     if FLAGS.do_predict:
         _, examples, _ = prediction
-        output = os.path.join(FLAGS.output_dir, "test_predictions.csv")
+        output = os.path.join(FLAGS.output_dir, TEST_PREDICTIONS_FILE)
         _write_predictions(output, examples, softmax(logits(examples, FLAGS.predict_batch_size)))
         print(f"Wrote predictions for {len(examples)} examples to {output}")
 
 
 def main():
-    common.fine_tune_on_data_dir(fine_tune)
+    common.fine_tune_on_data_dir(fine_tune, OUTPUTS)
 
 
 def run():

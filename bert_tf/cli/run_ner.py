@@ -33,8 +33,13 @@ from absl import app, flags
 from bert_tf.cli import fine_tuning_flags as common
 from bert_tf.cli import tfds_flags
 from bert_tf.cli.app import run_tool
+from bert_tf.data.tasks.conll import LABEL_LIST_FILE
+from bert_tf.file_io import replacing
 
 FLAGS = flags.FLAGS
+
+EVAL_PREDICTIONS_FILE, TEST_PREDICTIONS_FILE = "eval_predictions.txt", "test_predictions.txt"
+OUTPUTS = (LABEL_LIST_FILE, EVAL_PREDICTIONS_FILE, TEST_PREDICTIONS_FILE)  # beside every run's
 
 logger = logging.getLogger("bert_tf.tools")
 
@@ -65,7 +70,7 @@ def _labels(train_sentences, train_path, dataset_labels=None):
     to --output_dir once all the data is read), or the saved list."""
     from bert_tf.data.tasks import conll
 
-    path = os.path.join(FLAGS.output_dir, conll.LABEL_LIST_FILE)
+    path = os.path.join(FLAGS.output_dir, LABEL_LIST_FILE)
     if train_sentences is not None:
         labels = dataset_labels or conll.label_list(train_sentences, train_path)
         if os.path.exists(path) and conll.read_label_list(path) != labels:
@@ -143,7 +148,8 @@ def fine_tune(tokenizer_vocab):
     encoder = common.encoder_from_flags()
     common.prepare_output_dir(encoder, tokenizer_vocab, "run_ner")
     if FLAGS.do_train:  # only now: a run stopped by bad data leaves no list to block its rerun
-        conll.write_label_list(os.path.join(FLAGS.output_dir, conll.LABEL_LIST_FILE), labels)
+        with replacing(os.path.join(FLAGS.output_dir, LABEL_LIST_FILE)) as temporary:
+            conll.write_label_list(temporary, labels)
     model = BertTokenClassifier(encoder, num_classes=len(labels))
     # The loss is the mean over first word pieces only: -1 marks every other position.
     loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True,
@@ -163,8 +169,8 @@ def fine_tune(tokenizer_vocab):
         results = entity_scores([s.tags for s in sentences], predicted)
         results["data"] = {"file": path, "words": sum(len(s.rows) for s in sentences),
                            **windows.counts()}
-        conll.write_conll_predictions(os.path.join(FLAGS.output_dir, "eval_predictions.txt"),
-                                      sentences, predicted)
+        with replacing(os.path.join(FLAGS.output_dir, EVAL_PREDICTIONS_FILE)) as temporary:
+            conll.write_conll_predictions(temporary, sentences, predicted)
         json_path = common.write_results(results, tuner.step)
         logger.info("Entity precision %.4f recall %.4f F1 %.4f -> %s", results["precision"],
                     results["recall"], results["f1"], json_path)
@@ -173,14 +179,15 @@ def fine_tune(tokenizer_vocab):
 
     if FLAGS.do_predict:
         _, sentences, windows = data["predict"]
-        output = os.path.join(FLAGS.output_dir, "test_predictions.txt")
-        conll.write_conll_predictions(output, sentences, _predict_tags(tuner, windows, labels,
-                                                                    FLAGS.predict_batch_size))
+        output = os.path.join(FLAGS.output_dir, TEST_PREDICTIONS_FILE)
+        predicted = _predict_tags(tuner, windows, labels, FLAGS.predict_batch_size)
+        with replacing(output) as temporary:
+            conll.write_conll_predictions(temporary, sentences, predicted)
         print(f"Wrote predictions for {len(sentences)} sentences to {output}")
 
 
 def main():
-    common.fine_tune_on_data_dir(fine_tune, files=not FLAGS.tfds_name)
+    common.fine_tune_on_data_dir(fine_tune, OUTPUTS, files=not FLAGS.tfds_name)
 
 
 def run():

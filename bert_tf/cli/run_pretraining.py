@@ -27,8 +27,9 @@ Examples:
 Outputs in --output_dir: `ckpt-<step>.*` (the package's checkpoint: `encoder` + `pretraining_heads`
 + optimizer, readable by every tool's --init_checkpoint), `bert_config.json`, `run.json`,
 TensorBoard scalars in `train/` and `eval/`, and `eval_results.json`; with --export_dir, the
-encoder SavedModel in `<export_dir>/<step>/`. An --output_dir holding a run of another model is
-refused before anything is written.
+encoder SavedModel in `<export_dir>/<step>/`. An --output_dir holding a run of another model, or
+files of these names but no run, is refused before anything is written; so is an --output_dir or
+--export_dir (or a file there written again) that cannot be written.
 """
 
 import contextlib
@@ -39,7 +40,7 @@ from absl import app, flags, logging
 
 from bert_tf.cli import tfds_flags
 from bert_tf.cli.app import run_tool
-from bert_tf.cli.path_checks import output_dir_problem
+from bert_tf.cli.path_checks import output_dir_problem, unwritable_output_problem
 from bert_tf.training import tpu_host
 
 # Before the imports below load TensorFlow: tensorflow-tpu on a machine without TPU chips would
@@ -217,14 +218,28 @@ def _input_problems(job):
     return problems
 
 
+def _output_problems(job):
+    """What keeps the job from writing --output_dir and --export_dir, found before the first
+    write there, not after minutes of loading ("[Errno 20] Not a directory") or hours of
+    training (a read-only file at the first save): a file in the way, files of the names a run
+    writes in an --output_dir that holds no run, a directory or file it cannot write."""
+    from bert_tf.training.existing_run import WRITTEN_FILES, other_files_problem
+
+    problems = []
+    for flag, written in (("output_dir", WRITTEN_FILES), ("export_dir", ())):
+        path = getattr(job, flag)
+        problems.append(path and (output_dir_problem(flag, path)
+                                  or (flag == "output_dir" and other_files_problem(path))
+                                  or unwritable_output_problem(flag, path, written)))
+    return list(filter(None, problems))
+
+
 def _check(job, embedded):
     # The embedded job writes its inputs itself, after these checks.
     problems = [] if embedded else _input_problems(job)
     if not job.output_dir:
         problems.append("--output_dir is required")
-    # Before the first write there, not after minutes of loading: "[Errno 20] Not a directory".
-    problems += filter(None, (output_dir_problem(name, getattr(job, name))
-                              for name in ("output_dir", "export_dir") if getattr(job, name)))
+    problems += _output_problems(job)
     if not (job.do_train or job.do_eval):
         problems.append("nothing to do: --do_train and --do_eval are both off")
     if embedded and job.strategy == "multi_worker_mirrored":

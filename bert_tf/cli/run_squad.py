@@ -40,6 +40,11 @@ from bert_tf.cli.app import run_tool
 
 FLAGS = flags.FLAGS
 
+# What it writes to --output_dir beside every run's files.
+PREDICTIONS_FILE, NBEST_FILE, NULL_ODDS_FILE = ("predictions.json", "nbest_predictions.json",
+                                                "null_odds.json")
+OUTPUTS = (PREDICTIONS_FILE, NBEST_FILE, NULL_ODDS_FILE)
+
 
 def define_flags():
     common.define_fine_tuning_flags(max_seq_length=384)
@@ -75,7 +80,7 @@ def _check_squad_flags():
                         f"--max_query_length ({FLAGS.max_query_length}) + 3 special tokens")
     data_flags = {} if FLAGS.tfds_name else {"train": ["train_file"], "eval": ["predict_file"],
                                               "predict": ["predict_file"]}
-    common.check_flags(data_flags, tool_problems=problems)
+    common.check_flags(data_flags, tool_problems=problems, outputs=OUTPUTS)
 
 
 def _read(path, articles, tokenizer, is_training, tfds_split=None):
@@ -141,12 +146,12 @@ def _predict_answers(tuner, examples, features):
 
 
 def _write_predictions(answers, predictions, null_odds):
-    common.write_json("predictions.json", predictions, ensure_ascii=False)
-    common.write_json("nbest_predictions.json",
+    common.write_json(PREDICTIONS_FILE, predictions, ensure_ascii=False)
+    common.write_json(NBEST_FILE,
                       {qid: answer["nbest"] for qid, answer in answers.items()},
                       ensure_ascii=False)
     if null_odds is not None:
-        common.write_json("null_odds.json", null_odds, ensure_ascii=False)
+        common.write_json(NULL_ODDS_FILE, null_odds, ensure_ascii=False)
     logger.info("Wrote predictions for %d questions to %s", len(answers), FLAGS.output_dir)
 
 

@@ -123,8 +123,9 @@ def _check_writable(base_path):
     """OSError naming what keeps a version from being written under `base_path` (a file in the
     way, a read-only directory), before the model is loaded and exported in vain."""
     blocking = file_io.file_in_the_way(base_path)
+    unwritable = None if blocking else file_io.unwritable_path(base_path)
     problem = (f"{blocking} is a file, not a directory" if blocking
-               else file_io.directory_write_problem(base_path))
+               else unwritable and f"{unwritable} is not writable")
     if problem:
         raise (NotADirectoryError if blocking else PermissionError)(
             f"Cannot install into {base_path}: {problem}; choose another model directory "

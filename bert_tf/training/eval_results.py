@@ -22,7 +22,7 @@ EVAL_RESULTS_FILE = "eval_results.json"
 
 def write_json(path, value, **dump_options):
     """Writes `value` to `path` (local or gs://...) as indented JSON (`dump_options` go to
-    `json.dump`); returns `path`."""
+    `json.dump`), whole or not at all (`open_file`); returns `path`."""
     with open_file(path, "w") as f:
         json.dump(value, f, indent=2, **dump_options)
         f.write("\n")

@@ -8,25 +8,39 @@ when run again. Run again with another model, vocabulary or task, it would overw
 two and then "resume" weights that do not fit (a restore error deep inside TensorFlow) or, of a
 task with as many labels, that fit silently. So a tool calls `check_existing_run` before
 writing anything: a directory holding a run of anything else is refused in one line naming
-what differs, and left as it is. `record_run` then writes the files.
+what differs, and left as it is. `record_run` then writes the files. A directory holding files
+of the names a run writes but no run of this package (someone's own `eval_results.json`, an
+original BERT's `checkpoint`) is refused before that, when the tool checks its flags
+(`other_files_problem`): the run would overwrite them.
 
 Example:
+    >>> other_files_problem("/tmp/sst2", ["predictions*.tsv"])
     >>> check_existing_run("/tmp/sst2", encoder.config, "vocab.txt", "run_classifier", "SST-2")
     >>> record_run("/tmp/sst2", encoder.config, "vocab.txt", "run_classifier", "SST-2",
     ...            do_lower_case=True)
 """
 
+import fnmatch
 import os
 
 import tensorflow as tf
 
 from bert_tf.checkpoints import write_model_files
-from bert_tf.checkpoints.layout import CONFIG_FILE, VOCAB_FILE
+from bert_tf.checkpoints.layout import (CHECKPOINT_NAME, CONFIG_FILE, ENCODER_KEY,
+                                        TOKENIZER_CONFIG_FILE, VOCAB_FILE, ObjectGraph)
+from bert_tf.checkpoints.loading import listed
 from bert_tf.config import BertConfig, read_json_file
+from bert_tf.file_io import makedirs
 from bert_tf.text.vocab_size import vocab_difference
-from bert_tf.training.eval_results import write_json
+from bert_tf.training.eval_results import EVAL_RESULTS_FILE, write_json
 
 RUN_FILE = "run.json"
+# The names every training run writes in its output directory (shell patterns), beside its
+# tool's own (predictions...): what TensorFlow's checkpoint manager writes and replaces...
+CHECKPOINT_FILES = ("checkpoint", f"{CHECKPOINT_NAME}-*")
+# ... and the files and TensorBoard directories the run writes into itself, again when resumed.
+WRITTEN_FILES = (CONFIG_FILE, VOCAB_FILE, TOKENIZER_CONFIG_FILE, RUN_FILE, EVAL_RESULTS_FILE,
+                 "train", "eval")
 
 
 def _run_record(tool, task):
@@ -86,6 +100,49 @@ def check_existing_run(output_dir, config, vocab_file, tool, task=None):
                          f"--output_dir")
 
 
+def is_run_output(name, outputs=()):
+    """Whether a run writes the entry `name` of its output directory: one of `CHECKPOINT_FILES`,
+    `WRITTEN_FILES` or its tool's `outputs` (shell patterns).
+
+    Example:
+        >>> is_run_output("predictions_mismatched.tsv", ["predictions*.tsv"])
+        True
+    """
+    return any(fnmatch.fnmatchcase(name, pattern)
+               for pattern in CHECKPOINT_FILES + WRITTEN_FILES + tuple(outputs))
+
+
+def holds_run(output_dir):
+    """Whether `output_dir` (local or remote) holds a run of this package: its `run.json` or,
+    of a run begun before that was written, a latest checkpoint with this package's encoder."""
+    if tf.io.gfile.exists(os.path.join(output_dir, RUN_FILE)):
+        return True
+    latest = tf.train.latest_checkpoint(output_dir)
+    return bool(latest) and ObjectGraph(latest).has((ENCODER_KEY,))
+
+
+def other_files_problem(output_dir, outputs=()):
+    """Why `output_dir` (local or remote) cannot take a run: it holds entries of the names the
+    run writes (`is_run_output` with the tool's `outputs`), which the run would overwrite, but
+    no run of this package (`holds_run`) they belong to; None otherwise (the directory is
+    missing, holds no such names, or holds a run: `check_existing_run` checks which).
+
+    Example:
+        >>> other_files_problem("/tmp/notes", ["predictions*.tsv"])
+        '--output_dir /tmp/notes holds predictions.tsv but no run of bert_tf (no run.json), and
+        this run would overwrite it; use another --output_dir'
+    """
+    if not tf.io.gfile.isdir(output_dir):
+        return None
+    names = sorted(name.rstrip("/") for name in tf.io.gfile.listdir(output_dir)  # gs:// "eval/"
+                   if is_run_output(name.rstrip("/"), outputs))
+    if not names or holds_run(output_dir):
+        return None
+    return (f"--output_dir {output_dir} holds {', '.join(listed(names))} but no run of bert_tf "
+            f"(no {RUN_FILE}), and this run would overwrite {'it' if len(names) == 1 else 'them'}"
+            f"; use another --output_dir")
+
+
 def record_run(output_dir, config, vocab_file, tool, task=None, do_lower_case=None):
     """Writes `bert_config.json`, a copy of `vocab_file` (`write_model_files`) and, when the
     run starts (`output_dir` has no checkpoint yet), `run.json` (`tool`, `task`) and, unless
@@ -94,6 +151,7 @@ def record_run(output_dir, config, vocab_file, tool, task=None, do_lower_case=No
     recorded afterwards: what trained it is not known (`FineTuner` refuses to resume a
     checkpoint of another task model, by the class it records or by its shapes)."""
     starting = not tf.train.latest_checkpoint(output_dir)
-    write_model_files(output_dir, config, vocab_file, do_lower_case if starting else None)
-    if starting:
+    if starting:  # first: the files below, without it, would not be a run (`holds_run`)
+        makedirs(output_dir)
         write_json(os.path.join(output_dir, RUN_FILE), _run_record(tool, task))
+    write_model_files(output_dir, config, vocab_file, do_lower_case if starting else None)

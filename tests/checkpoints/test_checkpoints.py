@@ -18,7 +18,8 @@ import tensorflow as tf
 
 from bert_tf import BertConfig, BertEncoder, checkpoints
 from bert_tf.checkpoints import CheckpointMismatchError, UnsupportedCheckpointError, sources
-from tests.resources import REPO_ROOT, unwritable_directory
+from tests.read_only import read_only
+from tests.resources import REPO_ROOT
 from tests.tools.tool_runs import error_output, run_tool
 
 SMALL = BertConfig(vocab_size=40, hidden_size=16, num_hidden_layers=2, num_attention_heads=4,
@@ -438,12 +439,13 @@ def test_save_checkpoint_refuses_to_overwrite(encoder, tmp_path):
 
 def test_an_output_directory_that_cannot_be_written_is_refused_before_reading(tmp_path):
     """Not after reading the weights, with the bare "x/ckpt-1_temp; Read-only file system"."""
-    unwritable = unwritable_directory(tmp_path)
+    unwritable = tmp_path / "read_only"
+    unwritable.mkdir()
     output_dir = os.path.join(unwritable, "converted")
-    with pytest.raises(PermissionError) as error:
+    with read_only(unwritable), pytest.raises(PermissionError) as error:
         checkpoints.convert_checkpoint(str(tmp_path / "no_checkpoint"), output_dir)
     assert str(error.value) == (
-        f"Cannot write into {output_dir}: {unwritable} is not writable (Permission denied); "
+        f"Cannot write into {output_dir}: {unwritable} is not writable; "
         f"write the checkpoint into a directory you can write")
 
 

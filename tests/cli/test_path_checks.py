@@ -3,7 +3,9 @@ refuse a file given for a directory, or a directory for a file, in those words."
 
 import tensorflow as tf
 
-from bert_tf.cli.path_checks import file_problem, input_file_problem, output_dir_problem
+from bert_tf.cli.path_checks import (file_problem, input_file_problem, output_dir_problem,
+                                     unwritable_output_problem)
+from tests.read_only import read_only
 from tests.resources import REPO_ROOT
 from tests.tools.tool_runs import error_output, run_tool
 
@@ -20,6 +22,20 @@ def test_an_output_dir_must_not_be_or_lie_under_a_file(tmp_path):
     for fine in (f"{tmp_path}/runs", f"{tmp_path}/runs/new/deeper", "relative/new", "new",
                  "gs://bucket/run"):
         assert output_dir_problem("output_dir", fine) is None, fine
+
+
+def test_an_output_dir_and_the_files_written_again_there_must_be_writable(tmp_path):
+    (tmp_path / "eval_results.json").write_text("{}")
+    assert unwritable_output_problem("output_dir", str(tmp_path), ["eval_results.json"]) is None
+    with read_only(tmp_path / "eval_results.json"):
+        assert unwritable_output_problem("output_dir", str(tmp_path), ["eval_results.json"]) == (
+            f"--output_dir {tmp_path}: {tmp_path}/eval_results.json is not writable; make it "
+            f"writable or use another --output_dir")
+    with read_only(tmp_path):
+        assert unwritable_output_problem("export_dir", str(tmp_path)) == (
+            f"--export_dir {tmp_path} is not writable; make it writable or use another "
+            f"--export_dir")
+    assert unwritable_output_problem("output_dir", "gs://bucket/run", ["eval_results.json"]) is None
 
 
 def test_an_input_file_must_be_an_existing_file(tmp_path):

@@ -20,7 +20,7 @@ from bert_tf_hub_names import ModelNameResolver
 from bert_tf.text.bert_preprocessor import BertPreprocessor
 from tests.export.tiny_models import encoder_inputs, tiny_config, write_pretrained_checkpoint
 from tests.hub.tiny_install import install_tiny_model
-from tests.resources import unwritable_directory
+from tests.read_only import read_only
 from tests.tools.tool_runs import error_output, run_tool
 
 
@@ -245,18 +245,19 @@ def test_a_failed_install_leaves_the_model_directory_as_it_was(installed, tmp_pa
 def test_a_model_directory_that_cannot_take_a_version_is_refused_before_loading(installed,
                                                                                  tmp_path):
     """Not after loading and exporting the model, with the bare "x; Read-only file system"."""
-    unwritable = unwritable_directory(tmp_path)
+    unwritable = tmp_path / "read_only"
+    unwritable.mkdir()
     notes = tmp_path / "notes.txt"
     notes.write_text("keep")
-    for hub_dir, problem in [
-            (os.path.join(unwritable, "models"), f"{unwritable} is not writable (Permission "
-                                                 f"denied)"),
-            (str(notes), f"{notes} is a file, not a directory")]:
-        result = run_tool("install_hub_model.py", f"--init_checkpoint={installed[1]}",
-                          "--name=bert_tf_tiny", "--seq_length=16", f"--hub_dir={hub_dir}")
-        assert error_output(result) == (
-            f"install_hub_model: error: Cannot install into {hub_dir}/bert_tf_tiny: {problem}; "
-            f"choose another model directory (--hub_dir or $BERT_TF_HUB_DIR)")
+    with read_only(unwritable):
+        for hub_dir, problem in [
+                (os.path.join(unwritable, "models"), f"{unwritable} is not writable"),
+                (str(notes), f"{notes} is a file, not a directory")]:
+            result = run_tool("install_hub_model.py", f"--init_checkpoint={installed[1]}",
+                              "--name=bert_tf_tiny", "--seq_length=16", f"--hub_dir={hub_dir}")
+            assert error_output(result) == (
+                f"install_hub_model: error: Cannot install into {hub_dir}/bert_tf_tiny: {problem}; "
+                f"choose another model directory (--hub_dir or $BERT_TF_HUB_DIR)")
     assert notes.read_text() == "keep"
 
 

@@ -5,16 +5,23 @@ SIGKILL, the exported SavedModel agreeing with the tool, bad input, and MiniLM o
 import json
 import os
 import random
+import resource
+import shutil
+import subprocess
 
 import numpy as np
 import pytest
 import tensorflow as tf
 import tensorflow_text  # noqa: F401  (registers the WordPiece op the export uses)
 
+from bert_tf.cli.run_classifier import OUTPUTS
 from bert_tf.metrics.glue import glue_metrics
+from bert_tf.training.existing_run import is_run_output
 from tests.export.tiny_models import VOCAB, tiny_config, write_vocab
+from tests.read_only import read_only
 from tests.resources import minilm_dir, shared_data_path
-from tests.tools.tool_runs import kill_at_first_checkpoint, latest_step, run_tool, scalar_curves
+from tests.tools.tool_runs import (error_output, kill_at_first_checkpoint, latest_step, run_tool,
+                                   scalar_curves, tool_command, tool_env)
 
 SEQ = 32  # short texts are padded to 16, the export pads to 32: results must not change
 POSITIVE = ["a good movie", "good film", "a good good film !", "what a good movie"]
@@ -72,6 +79,8 @@ def test_trains_evaluates_and_predicts(workspace, sst2_run):
     output_dir, result = sst2_run
     assert latest_step(str(output_dir)) == STEPS
     assert {"bert_config.json", "vocab.txt", "train", "eval"} <= set(os.listdir(output_dir))
+    # What the check of a directory holding no run knows (other_files_problem).
+    assert all(is_run_output(name, OUTPUTS) for name in os.listdir(output_dir))
     losses = [loss for _, loss in scalar_curves(str(output_dir / "train"))["loss"]]
     assert losses[-1] < 0.5 * losses[0]  # it learns
     results = json.loads((output_dir / "eval_results.json").read_text())
@@ -215,6 +224,74 @@ def test_a_run_of_another_task_or_model_in_output_dir_is_refused_and_kept(worksp
         f"bert_config.json differs in num_hidden_layers (1 there, 2 here); use a new "
         f"--output_dir")
     assert _files(output_dir) == before
+
+
+def test_an_output_dir_of_files_a_run_writes_but_no_run_is_refused_and_kept(workspace,
+                                                                            tmp_path):
+    """Someone's own results there, not a run of this package: a run would overwrite them."""
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "predictions.tsv").write_text("my predictions")
+    (mine / "eval_results.json").write_text('{"accuracy": 0.97}')
+    (mine / "notes.txt").write_text("kept")
+    before = _files(mine)
+    result = run_tool("run_classifier.py", *workspace["model"], *TRAIN_FLAGS,
+                      f"--data_dir={workspace['sst2']}", f"--output_dir={mine}", "--do_train",
+                      "--do_eval", "--do_predict")
+    assert error_output(result) == (
+        f"run_classifier: error: --output_dir {mine} holds eval_results.json, predictions.tsv "
+        f"but no run of bert_tf (no run.json), and this run would overwrite them; use another "
+        f"--output_dir")
+    assert _files(mine) == before and sorted(os.listdir(mine)) == sorted(before)
+
+    (mine / "predictions.tsv").unlink()
+    (mine / "eval_results.json").unlink()
+    result = run_tool("run_classifier.py", *workspace["model"], *TRAIN_FLAGS[:4],
+                      f"--data_dir={workspace['sst2']}", f"--output_dir={mine}", "--do_train",
+                      "--num_train_steps=1")
+    assert result.returncode == 0, result.stderr[-3000:]  # other files are no run's
+    assert (mine / "notes.txt").read_text() == "kept" and latest_step(mine) == 1
+
+
+def _copy_of_run(run, directory):
+    shutil.copytree(run, directory)
+    return directory
+
+
+def test_a_file_the_run_cannot_write_is_refused_before_it_trains(workspace, sst2_run, tmp_path):
+    output_dir = _copy_of_run(sst2_run[0], tmp_path / "run")
+    with read_only(output_dir / "predictions.tsv"):
+        result = run_tool("run_classifier.py", *workspace["model"], *TRAIN_FLAGS,
+                          f"--data_dir={workspace['sst2']}", f"--output_dir={output_dir}",
+                          "--do_train", f"--num_train_steps={STEPS + 10}", "--do_predict")
+    assert error_output(result) == (
+        f"run_classifier: error: --output_dir {output_dir}: {output_dir}/predictions.tsv is not "
+        f"writable; make it writable or use another --output_dir")
+    assert latest_step(output_dir) == STEPS  # found before training, not after it
+
+
+def test_a_full_disk_leaves_the_runs_files_whole(workspace, sst2_run, tmp_path):
+    """A full disk (here: a limit on the size of a file written) while the run's config or its
+    predictions are written again leaves the earlier files whole, not cut short as if complete
+    (a config cut short broke the run)."""
+    output_dir = _copy_of_run(sst2_run[0], tmp_path / "run")
+    before = _files(output_dir)
+    data = tmp_path / "SST-2"
+    shutil.copytree(workspace["sst2"], data)
+    _write(data / "test.tsv", [["index", "sentence"], *[[str(i), text] for i, (text, _) in
+                                                          enumerate(_sentences(3000, seed=4))]])
+    # bert_config.json takes ~330 bytes, the predictions of 3,000 sentences ~75 KB.
+    for limit, name in ((200, "bert_config.json"), (16 << 10, "predictions.tsv")):
+        result = subprocess.run(tool_command(
+            "run_classifier.py", "--task_name=SST-2", f"--data_dir={data}",
+            f"--output_dir={output_dir}", f"--max_seq_length={SEQ}", "--do_predict"),
+            capture_output=True, text=True, timeout=900, env=tool_env(),
+            preexec_fn=lambda limit=limit: resource.setrlimit(resource.RLIMIT_FSIZE,
+                                                              (limit, limit)))
+        assert result.returncode == 1
+        assert result.stderr.strip().splitlines()[-1] == (
+            f"run_classifier: error: [Errno 27] File too large: '{output_dir}/{name}'")
+        assert _files(output_dir) == before
 
 
 def test_the_casing_is_recorded_followed_and_never_contradicted(workspace, tmp_path):

@@ -5,6 +5,7 @@ file, line and column."""
 
 import csv
 import json
+import os
 import random
 
 import numpy as np
@@ -12,7 +13,9 @@ import pytest
 import tensorflow as tf
 import tensorflow_text  # noqa: F401  (the exported SavedModel uses tf.text ops)
 
+from bert_tf.cli.run_multiple_choice import OUTPUTS
 from bert_tf.data.tasks.swag import read_swag
+from bert_tf.training.existing_run import is_run_output
 from tests.tools.tool_runs import run_tool, scalar_curves
 
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "man", "woman", "opens", "door",
@@ -97,6 +100,8 @@ def test_trains_evaluates_and_predicts(data, trained):
     assert results["loss"] == pytest.approx(
         -np.mean(np.log(probabilities[np.arange(30), gold.labels])), rel=1e-3)
     assert len(read_predictions(output_dir / "test_predictions.csv")) == 10
+    # What the check of a directory holding no run knows (other_files_problem).
+    assert all(is_run_output(name, OUTPUTS) for name in os.listdir(output_dir))
 
     scalars = scalar_curves(str(output_dir / "train"))
     assert [step for step, _ in scalars["loss"]] == [50, 80]  # every 50 steps and at the end

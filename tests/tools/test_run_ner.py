@@ -4,6 +4,7 @@ predictions file and with an eval-only rerun, the exported `ner` SavedModel agre
 tool, bad input fails naming file:line; and a short real run from MiniLM on CoNLL-2003."""
 
 import json
+import os
 import random
 
 import numpy as np
@@ -11,10 +12,12 @@ import pytest
 import tensorflow as tf
 import tensorflow_text  # noqa: F401  (the exported SavedModel uses tf.text ops)
 
+from bert_tf.cli.run_ner import OUTPUTS
 from bert_tf.data.tasks.conll import read_conll
 from bert_tf.metrics.sequence_labeling import entity_scores
+from bert_tf.training.existing_run import is_run_output
 from tests.resources import minilm_dir, shared_data_path
-from tests.tools.tool_runs import run_tool, scalar_curves
+from tests.tools.tool_runs import error_output, run_tool, scalar_curves
 
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "john", "smith", "mary", "jones", "new",
          "york", "paris", "acme", "corp", "the", "met", "in", "visited", "today", "and", "a",
@@ -91,6 +94,8 @@ def trained(data, tmp_path_factory):
 def test_trains_evaluates_and_predicts(data, trained):
     output_dir, result = trained
     assert (output_dir / "label_list.txt").read_text().split() == LABELS
+    # What the check of a directory holding no run knows (other_files_problem).
+    assert all(is_run_output(name, OUTPUTS) for name in os.listdir(output_dir))
     results = json.loads((output_dir / "eval_results.json").read_text())
     assert results["global_step"] == 180  # ceil(240 * 12 / 16)
     assert tf.train.latest_checkpoint(str(output_dir)).endswith("ckpt-180")
@@ -196,6 +201,18 @@ def test_a_run_stopped_by_bad_eval_data_leaves_nothing_that_blocks_its_rerun(dat
     result = run_tool("run_ner.py", *flags)
     assert result.returncode == 0, result.stderr[-3000:]
     assert (tmp_path / "out" / "label_list.txt").read_text().split() == LABELS
+
+
+def test_an_output_dir_of_its_outputs_but_no_run_is_refused_and_kept(data, tmp_path):
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "eval_predictions.txt").write_text("my tagging")
+    result = run_tool("run_ner.py", *base_flags(data, mine, "--do_train", "--do_eval"))
+    assert error_output(result) == (
+        f"run_ner: error: --output_dir {mine} holds eval_predictions.txt but no run of bert_tf "
+        f"(no run.json), and this run would overwrite it; use another --output_dir")
+    assert os.listdir(mine) == ["eval_predictions.txt"]
+    assert (mine / "eval_predictions.txt").read_text() == "my tagging"
 
 
 def test_real_conll2003_from_minilm(tmp_path):

@@ -13,6 +13,7 @@ import tensorflow as tf
 
 from bert_tf.config import BertConfig
 from bert_tf.text.bert_tokenizer import BertTokenizer
+from bert_tf.training.existing_run import is_run_output
 from bert_tf.text.vocab import load_vocab
 from tests.data.pretraining.records import (make_instance, serialize_instance,
                                             write_pretraining_records)
@@ -20,10 +21,11 @@ from tests.data.pretraining.toy_corpus import CLS as CLS_ID
 from tests.data.pretraining.toy_corpus import SEP as SEP_ID
 from tests.data.pretraining.toy_corpus import (VOCAB, numbered_documents, word_ids, write_corpus,
                                                write_vocab)
+from tests.read_only import read_only
 from tests.training.test_distributed import free_port
 from tests.training.test_schedule import googles_learning_rate
-from tests.tools.tool_runs import (eval_results, kill_at_first_checkpoint, latest_step, run_tool,
-                                   scalar_curves, tool_command, tool_env)
+from tests.tools.tool_runs import (error_output, eval_results, kill_at_first_checkpoint,
+                                   latest_step, run_tool, scalar_curves, tool_command, tool_env)
 
 TOOL = "run_pretraining.py"
 CONFIG = {"vocab_size": 40, "hidden_size": 16, "num_hidden_layers": 1, "num_attention_heads": 2,
@@ -76,6 +78,8 @@ def test_trains_googles_records_checkpoints_and_evaluates(reference):
         50, 75, 100, 125, 150]
     assert json.load(open(os.path.join(reference, "bert_config.json"))) == {
         **CONFIG, "layer_norm_eps": 1e-12}
+    # What the check of a directory holding no run knows (other_files_problem).
+    assert all(is_run_output(name) for name in os.listdir(reference))
     scalars = scalar_curves(os.path.join(reference, "train"))
     assert METRIC_TAGS | {"learning_rate", "examples_per_second", "steps_per_second"} <= set(
         scalars)
@@ -288,6 +292,34 @@ def test_a_file_as_output_dir_or_export_dir_is_refused_before_anything_is_writte
         assert result.stderr.strip().splitlines() == [
             f"run_pretraining: error: {message}"]
     assert sorted(os.listdir(tmp_path)) == ["notes.txt"] and notes.read_text() == "kept"
+
+
+def test_an_output_dir_of_files_a_run_writes_but_no_run_is_refused_and_kept(data, tmp_path):
+    mine = tmp_path / "mine"
+    (mine / "eval").mkdir(parents=True)
+    (mine / "eval_results.json").write_text('{"masked_lm_accuracy": 0.7}')
+    result = run_tool(TOOL, *training_flags(data, mine), "--num_train_steps=2",
+                      "--num_warmup_steps=0")
+    assert error_output(result) == (
+        f"run_pretraining: error: --output_dir {mine} holds eval, eval_results.json but no run "
+        f"of bert_tf (no run.json), and this run would overwrite them; use another "
+        f"--output_dir")
+    assert sorted(os.listdir(mine)) == ["eval", "eval_results.json"]
+    assert (mine / "eval_results.json").read_text() == '{"masked_lm_accuracy": 0.7}'
+
+
+def test_an_export_dir_it_cannot_write_is_refused_before_training(data, tmp_path):
+    export_dir = tmp_path / "export"
+    export_dir.mkdir()
+    output_dir = tmp_path / "out"
+    with read_only(export_dir):
+        result = run_tool(TOOL, *training_flags(data, output_dir), "--num_train_steps=2",
+                          "--num_warmup_steps=0", f"--export_dir={export_dir}",
+                          "--vocab_file=vocab.txt")
+    assert error_output(result) == (
+        f"run_pretraining: error: --export_dir {export_dir} is not writable; make it writable "
+        f"or use another --export_dir")
+    assert not output_dir.exists()  # found before the training, not after it
 
 
 def _text_file_refusal(flag, path):

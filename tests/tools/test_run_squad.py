@@ -13,7 +13,9 @@ import tensorflow as tf
 
 from bert_tf import BertConfig, BertEncoder
 from bert_tf.checkpoints import save_checkpoint
+from bert_tf.cli.run_squad import OUTPUTS
 from bert_tf.metrics.squad import evaluate_squad_v1, evaluate_squad_v2
+from bert_tf.training.existing_run import is_run_output
 from tests.data.tasks.test_squad import VOCAB, squad_json, write_squad, write_vocab
 from tests.resources import minilm_dir, shared_data_path
 from tests.tools.tool_runs import run_tool, scalar_curves
@@ -101,6 +103,8 @@ def dataset_answer(dataset, qas_id):
 
 def test_writes_checkpoints_and_tensorboard(trained):
     output_dir = trained["output_dir"]
+    # What the check of a directory holding no run knows (other_files_problem).
+    assert all(is_run_output(name, OUTPUTS) for name in os.listdir(output_dir))
     results = read_json(output_dir, "eval_results.json")
     assert tf.train.latest_checkpoint(output_dir).endswith(f"ckpt-{results['global_step']}")
     train_scalars = scalar_curves(os.path.join(output_dir, "train"))

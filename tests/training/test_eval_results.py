@@ -1,10 +1,12 @@
-"""bert_tf.training.eval_results: one JSON file and TensorBoard scalars for every job."""
+"""bert_tf.training.eval_results: one JSON file and TensorBoard scalars for every job; a JSON
+file written whole or not at all."""
 
 import json
+import os
 
 import pytest
 
-from bert_tf.training.eval_results import write_eval_results
+from bert_tf.training.eval_results import write_eval_results, write_json
 from bert_tf.training.scalar_logs import read_scalars
 
 
@@ -21,3 +23,11 @@ def test_results_are_json_with_the_step_and_their_numbers_are_scalars(tmp_path):
     assert [(e.step, e.value) for e in scalars["masked_lm_accuracy"]] == [
         (40, pytest.approx(0.375))]
     assert [(e.step, e.value) for e in scalars["examples"]] == [(40, 96.0)]
+
+
+def test_results_that_fail_halfway_leave_the_earlier_file_whole(tmp_path):
+    path = tmp_path / "eval_results.json"
+    path.write_text('{"accuracy": 0.9}\n')
+    with pytest.raises(TypeError, match="not JSON serializable"):  # after "accuracy" is written
+        write_json(str(path), {"accuracy": 0.5, "data": object()})
+    assert path.read_text() == '{"accuracy": 0.9}\n' and os.listdir(tmp_path) == [path.name]

@@ -1,6 +1,7 @@
 """check_existing_run / record_run: an output directory holding a run of another model,
 vocabulary or task is refused with one message naming every difference, and left unchanged;
-the same run passes (it resumes); a run begun before run.json existed is not recorded."""
+the same run passes (it resumes); a run begun before run.json existed is not recorded; a
+directory holding the names a run writes but no run is refused (other_files_problem)."""
 
 import dataclasses
 import json
@@ -10,8 +11,11 @@ import pytest
 import tensorflow as tf
 
 from bert_tf.checkpoints.sources import lower_case_beside_checkpoint
-from bert_tf.training.existing_run import check_existing_run, record_run
-from tests.export.tiny_models import VOCAB, tiny_config, write_vocab
+from bert_tf.models.bert_classifier import BertClassifier
+from bert_tf.models.bert_encoder import BertEncoder
+from bert_tf.training.existing_run import (check_existing_run, is_run_output,
+                                           other_files_problem, record_run)
+from tests.export.tiny_models import VOCAB, tiny_config, write_task_checkpoint, write_vocab
 
 
 @pytest.fixture
@@ -101,3 +105,71 @@ def test_the_casing_is_recorded_as_the_checkpoints_reader_reads_it(tmp_path, do_
     assert lower_case_beside_checkpoint(os.path.join(output_dir, "ckpt-1")) == (
         do_lower_case, os.path.join(output_dir, "tokenizer_config.json"))
     assert lower_case_beside_checkpoint(str(tmp_path)) is None  # nothing stated there
+
+
+def _refusal(directory, names):
+    them = "it" if len(names) == 1 else "them"
+    return (f"--output_dir {directory} holds {', '.join(names)} but no run of bert_tf (no "
+            f"run.json), and this run would overwrite {them}; use another --output_dir")
+
+
+def test_files_a_run_writes_but_no_run_are_refused(tmp_path):
+    """Someone's own results, or an original BERT's output directory: a run there would write
+    over its `checkpoint` state, eval_results.json, predictions."""
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("kept")
+    assert other_files_problem(str(mine), ["predictions*.tsv"]) is None  # nothing in the way
+    (mine / "predictions_mismatched.tsv").write_text("kept")
+    assert other_files_problem(str(mine), ["predictions*.tsv"]) == _refusal(
+        mine, ["predictions_mismatched.tsv"])
+    assert other_files_problem(str(mine)) is None  # another tool writes no such file
+    for name in ("eval_results.json", "vocab.txt"):
+        (mine / name).write_text("kept")
+    (mine / "eval").mkdir()
+    assert other_files_problem(str(mine)) == _refusal(mine, ["eval", "eval_results.json",
+                                                             "vocab.txt"])
+    google = tmp_path / "google"  # another program's TF checkpoints
+    tf.train.CheckpointManager(tf.train.Checkpoint(step=tf.Variable(3)), str(google),
+                               max_to_keep=1, checkpoint_name="model.ckpt").save()
+    assert other_files_problem(str(google)) == _refusal(google, ["checkpoint"])
+    assert other_files_problem(str(tmp_path / "missing")) is None
+
+
+def test_a_run_of_this_package_is_not_in_its_own_way(run_dir, tmp_path):
+    output_dir, _ = run_dir
+    (tmp_path / "run" / "eval_results.json").write_text("{}")
+    assert other_files_problem(output_dir, ["predictions*.tsv"]) is None
+    # A run begun before run.json was written: its checkpoint has this package's encoder.
+    older = tmp_path / "older"
+    write_task_checkpoint(str(older), BertClassifier(BertEncoder(tiny_config()), num_classes=2))
+    (older / "checkpoint").write_text('model_checkpoint_path: "ckpt-1"\n')  # its state file
+    assert tf.train.latest_checkpoint(str(older)) == str(older / "ckpt-1")
+    assert other_files_problem(str(older)) is None
+
+
+def test_a_remote_directory_is_listed_on_its_filesystem():
+    tf.io.gfile.makedirs("ram://other_files/run/eval")
+    with tf.io.gfile.GFile("ram://other_files/run/eval_results.json", "w") as f:
+        f.write("{}")
+    assert other_files_problem("ram://other_files/run") == _refusal(
+        "ram://other_files/run", ["eval", "eval_results.json"])
+
+
+def test_a_run_writes_run_json_first(tmp_path):
+    """Written last, a run stopped before it (Ctrl-C, a full disk) would leave files that refuse
+    its own rerun: they are a run's only beside it."""
+    output_dir = str(tmp_path / "run")
+    os.makedirs(os.path.join(output_dir, "bert_config.json"))  # where writing the config fails
+    with pytest.raises(IsADirectoryError):
+        record_run(output_dir, tiny_config(), write_vocab(str(tmp_path)), "run_classifier",
+                   "SST-2")
+    assert other_files_problem(output_dir) is None
+
+
+def test_every_name_a_run_writes_is_known():
+    assert all(is_run_output(name) for name in (
+        "checkpoint", "ckpt-12.index", "ckpt-12.data-00000-of-00001", "bert_config.json",
+        "vocab.txt", "tokenizer_config.json", "run.json", "eval_results.json", "train", "eval"))
+    assert is_run_output("label_list.txt", ["label_list.txt"])
+    assert not any(is_run_output(name) for name in ("notes.txt", "data", "predictions.tsv"))
