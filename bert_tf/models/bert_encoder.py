@@ -35,6 +35,9 @@ class BertEncoder(SavedModelExport, keras.Model):
     `export(path)` writes a SavedModel whose `serve(inputs)` returns them with
     `encoder_outputs` numbered `encoder_outputs_0` ... (`bert_tf.export.export_encoder` writes
     TF Hub's encoder format: vocabulary, `training=True` for fine-tuning, MLM head).
+    `keras.models.clone_model(encoder)` gives a plain functional `keras.Model` (Keras clones
+    every functional subclass so); `BertEncoder.from_config(encoder.get_config())` a
+    `BertEncoder`.
 
     Example:
         >>> encoder = BertEncoder(BertConfig.from_name("bert_tiny"))

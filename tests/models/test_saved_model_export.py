@@ -7,28 +7,15 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_tf import (BertClassifier, BertEncoder, BertFeatureExtractor, BertMultipleChoice,
-                     BertSpanLabeler, BertTokenClassifier)
-from bert_tf.models.bert_pretrainer import BertPretrainer
+from bert_tf import BertClassifier, BertEncoder
 from bert_tf.models.saved_model_export import flat_outputs
 from tests.amx_forms import assume_amx_bfloat16
 from tests.export.test_portable_exports import xla_functions_served
 from tests.harness import assert_outputs_close
-from tests.models.head_fixtures import TINY, encoder_inputs, tiny_encoder
+from tests.models.head_fixtures import TINY, encoder_inputs, every_model, tiny_encoder
 
 INPUTS = encoder_inputs([[1, 5, 6, 2, 0], [1, 7, 2, 0, 0]], lengths=[4, 3])
-MODELS = {
-    "BertEncoder": (tiny_encoder, INPUTS),
-    "BertPretrainer": (lambda: BertPretrainer(tiny_encoder()),
-                       {**INPUTS, "masked_lm_positions": tf.constant([[1, 2], [1, 0]])}),
-    "BertClassifier": (lambda: BertClassifier(tiny_encoder(), num_classes=3), INPUTS),
-    "BertSpanLabeler": (lambda: BertSpanLabeler(tiny_encoder()), INPUTS),
-    "BertTokenClassifier": (lambda: BertTokenClassifier(tiny_encoder(), num_classes=4), INPUTS),
-    "BertMultipleChoice": (lambda: BertMultipleChoice(tiny_encoder()),
-                           encoder_inputs([[[1, 5, 2], [1, 6, 2]]])),
-    "BertFeatureExtractor": (lambda: BertFeatureExtractor(tiny_encoder(), layer_indices=[0, 1]),
-                             INPUTS),
-}
+MODELS = every_model()
 
 
 def test_flat_outputs_numbers_the_lists():
