@@ -21,7 +21,7 @@ import sys
 
 # (module name, callback, package to wait for or None), not called yet, in the order given.
 _waiting = []
-# The names of the imports this module's loader is running, innermost last.
+# The names of the modules this module's loaders are running.
 _running = []
 
 
@@ -76,7 +76,7 @@ class _CallAfterExec:
         try:
             self._loader.exec_module(module)
         finally:
-            _running.pop()
+            _running.remove(module.__name__)  # not pop(): another thread may import too
         _call_ready()
 
     def __getattr__(self, name):
