@@ -211,50 +211,8 @@ def register_resolver():
         registry.resolver.add_implementation(_registered[0])
 
 
-class _RegisterAfterExec:
-    """Wraps tensorflow_hub's loader: runs the module, then registers the resolver (its built-in
-    resolvers are added at the end of its `__init__`, so ours comes after them)."""
-
-    def __init__(self, loader):
-        self._loader = loader
-
-    def create_module(self, spec):
-        return self._loader.create_module(spec)
-
-    def exec_module(self, module):
-        self._loader.exec_module(module)
-        register_resolver()
-        sys.meta_path[:] = [f for f in sys.meta_path if not isinstance(f, _HubImportFinder)]
-
-    def __getattr__(self, name):
-        return getattr(self._loader, name)
-
-
-class _HubImportFinder:
-    """A `sys.meta_path` finder that answers only for `tensorflow_hub`, with the real spec whose
-    loader registers the resolver once the module has run. It stays in place until then, so a
-    mere `importlib.util.find_spec("tensorflow_hub")` probe does not use it up."""
-
-    def __init__(self):
-        self._searching = False
-
-    def find_spec(self, fullname, path=None, target=None):
-        if fullname != _HUB_MODULE or self._searching:
-            return None
-        import importlib.util
-        self._searching = True  # the real spec comes from the finders after this one
-        try:
-            spec = importlib.util.find_spec(fullname)
-        finally:
-            self._searching = False
-        if spec is not None and spec.loader is not None:
-            spec.loader = _RegisterAfterExec(spec.loader)
-        return spec
-
-
 def install():
-    """Registers the resolver now if tensorflow_hub is imported already, else once it is."""
-    if _HUB_MODULE in sys.modules:
-        register_resolver()
-    elif not any(isinstance(finder, _HubImportFinder) for finder in sys.meta_path):
-        sys.meta_path.insert(0, _HubImportFinder())
+    """Registers the resolver now if tensorflow_hub is imported already, else once it is (the
+    `.pth` line's call; a second call only adds a registration that does nothing)."""
+    from bert_tf_post_import import call_after_import
+    call_after_import(_HUB_MODULE, register_resolver)

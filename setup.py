@@ -53,7 +53,8 @@ setup(
     # bert_tf/text/codepoint_tables.npz: the code point tables, built by codepoint_table.py.
     package_data={"bert_tf.official_configs": ["*.json"],
                   "bert_tf.text": ["codepoint_tables.npz"]},
-    py_modules=["bert_tf_hub_names"],
+    # Top-level: importable without the bert_tf package (bert_tf_post_import.py says why).
+    py_modules=["bert_tf_hub_names", "bert_tf_post_import"],
     cmdclass={"build_py": BuildPyWithHubHook, "editable_wheel": EditableWheelWithHubHook},
     install_requires=[
         "tensorflow>=2.20,<2.22",

@@ -40,7 +40,6 @@ __all__ = list(_EXPORTS)
 def __getattr__(name):
     if name not in _EXPORTS:
         raise AttributeError(f"module 'bert_tf' has no attribute {name!r}")
-    keras_objects.register_if_keras_is_loaded()
     value = getattr(importlib.import_module(_EXPORTS[name]), name)
     globals()[name] = value
     return value
@@ -54,4 +53,4 @@ def __dir__():
 # finds this package's classes (see keras_objects).
 from bert_tf import keras_objects  # noqa: E402
 
-keras_objects.register_if_keras_is_loaded()
+keras_objects.register_once_keras_is_imported()

@@ -6,8 +6,9 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 
-from bert_tf import BertClassifier, BertConfig, BertEncoder, keras_objects
+from bert_tf import BertConfig, BertEncoder, keras_objects
 from bert_tf.models.bert_pretrainer import BertPretrainer
 from tests.resources import REPO_ROOT
 from tests.test_import_graph import package_modules
@@ -15,6 +16,7 @@ from tests.test_import_graph import package_modules
 LOAD = """
 import sys
 import numpy as np
+import pytest
 {imports}
 model = keras.models.load_model(sys.argv[1])
 inputs = dict(np.load(sys.argv[2]))
@@ -47,27 +49,34 @@ def _assert_same_outputs(loaded, expected):
         np.testing.assert_allclose(loaded[key], np.asarray(value), atol=1e-6)
 
 
-def test_a_keras_file_loads_in_a_process_that_only_imported_bert_tf(tmp_path):
-    config = BertConfig.from_name("bert_tiny")
+@pytest.fixture(scope="module")
+def saved_pretrainer(tmp_path_factory):
+    """`(path, inputs path, expected outputs)` of a pre-training model saved to `.keras`: no
+    class of it is pulled in by importing the encoder or a classifier."""
+    tmp_path = tmp_path_factory.mktemp("saved")
+    pretrainer = BertPretrainer(BertEncoder(BertConfig.from_name("bert_tiny")))
     inputs = {"input_word_ids": np.array([[2, 7, 9, 3]], np.int32),
               "input_mask": np.ones([1, 4], np.int32),
-              "input_type_ids": np.zeros([1, 4], np.int32)}
-    inputs_path = str(tmp_path / "inputs.npz")
+              "input_type_ids": np.zeros([1, 4], np.int32),
+              "masked_lm_positions": np.array([[1, 2]], np.int32)}
+    path, inputs_path = str(tmp_path / "pretrainer.keras"), str(tmp_path / "inputs.npz")
+    pretrainer.save(path)
     np.savez(inputs_path, **inputs)
-    # A pre-training model: no class of it is pulled in by importing a classifier.
-    pretrainer = BertPretrainer(BertEncoder(config))
-    pretrainer_path = str(tmp_path / "pretrainer.keras")
-    pretrainer.save(pretrainer_path)
-    pretrainer_inputs = {**inputs, "masked_lm_positions": np.array([[1, 2]], np.int32)}
-    np.savez(inputs_path.replace(".npz", "_mlm.npz"), **pretrainer_inputs)
-    loaded = _load_in_fresh_process("import keras\nimport bert_tf", pretrainer_path,
-                                    inputs_path.replace(".npz", "_mlm.npz"), tmp_path)
-    _assert_same_outputs(loaded, pretrainer(pretrainer_inputs))
+    return path, inputs_path, pretrainer(inputs)
 
-    # Keras imported after bert_tf: the first name imported from bert_tf registers them.
-    classifier = BertClassifier(BertEncoder(config), num_classes=3)
-    classifier_path = str(tmp_path / "classifier.keras")
-    classifier.save(classifier_path)
-    loaded = _load_in_fresh_process("import bert_tf\nimport keras\nfrom bert_tf import BertConfig",
-                                    classifier_path, inputs_path, tmp_path)
-    _assert_same_outputs(loaded, classifier(inputs))
+
+# How a process may come to have both bert_tf and Keras: Keras before or after bert_tf, imported
+# by TensorFlow, or first by a module of bert_tf (half run when Keras is in: the classes are
+# registered once its import ends).
+IMPORTS = ("import keras\nimport bert_tf",
+           "import bert_tf\nimport keras",
+           "import bert_tf\nimport tensorflow\nimport keras",
+           "from bert_tf.models.bert_encoder import BertEncoder\nimport keras")
+
+
+@pytest.mark.parametrize("imports", IMPORTS)
+def test_a_keras_file_loads_in_a_process_that_only_imported_bert_tf(saved_pretrainer, imports,
+                                                                    tmp_path):
+    path, inputs_path, expected = saved_pretrainer
+    _assert_same_outputs(_load_in_fresh_process(imports, path, inputs_path, tmp_path), expected)
+

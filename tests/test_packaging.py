@@ -111,3 +111,14 @@ def test_the_installed_tokenizer_loads_its_shipped_code_point_tables(installed):
     path, words = python_output(installed, check).strip().splitlines()[-2:]
     assert path == str(target / "bert_tf" / "text" / "codepoint_tables.npz")
     assert words == str(["hello", ",", "world", "!"])
+
+
+def test_the_installed_package_registers_its_keras_classes_through_its_own_hook(installed):
+    # bert_tf_post_import is a top-level module of its own: without it `import bert_tf` fails.
+    target, _ = installed
+    check = ("import sys\n"
+             "import bert_tf, bert_tf_post_import\n"
+             "print(bert_tf_post_import.__file__)\n"
+             "print('keras' in sys.modules, bert_tf_post_import._waiting[-1][0])\n")
+    assert python_output(installed, check).splitlines()[-2:] == [
+        str(target / "bert_tf_post_import.py"), "False keras"]

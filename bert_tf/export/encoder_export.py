@@ -39,22 +39,10 @@ from bert_tf.export.serving_layout import make_world_readable
 from bert_tf.layers.portable_graphs import portable_graphs
 from bert_tf.models.bert_encoder import INPUT_KEYS, BertEncoder
 from bert_tf.models.bert_pretrainer import BertPretrainer
+from bert_tf.models.saved_model_export import flat_outputs, input_specs
 
 MLM_POSITIONS_KEY = "masked_lm_positions"
 SAVE_OPTIONS = tf.saved_model.SaveOptions()
-
-
-def _input_specs(keys):
-    # Dynamic batch and sequence length: one SavedModel serves every seq_length a user packs.
-    return {key: tf.TensorSpec([None, None], tf.int32, name=key) for key in keys}
-
-
-def _flat_outputs(outputs):
-    """Signature outputs must be a flat dict of tensors: number the per-layer outputs."""
-    flat = {key: value for key, value in outputs.items() if key != "encoder_outputs"}
-    flat.update({f"encoder_outputs_{i}": layer
-                 for i, layer in enumerate(outputs["encoder_outputs"])})
-    return flat
 
 
 def export_encoder(export_dir, model, vocab_file, do_lower_case):
@@ -95,7 +83,7 @@ def export_encoder(export_dir, model, vocab_file, do_lower_case):
         outputs = encoder(inputs, training=training)
         return {**outputs, "default": outputs["pooled_output"]}
 
-    encoder_specs = _input_specs(INPUT_KEYS)
+    encoder_specs = input_specs(INPUT_KEYS)
     # tf.saved_model.save re-traces whatever was traced outside of saving (the save context is
     # part of the trace cache key), and a tf.function called inside another one is traced anew
     # for each caller. Tracing once here, in the save context, and calling the resulting graph
@@ -107,14 +95,14 @@ def export_encoder(export_dir, model, vocab_file, do_lower_case):
     root.serve = tf.function(lambda inputs: inference(inputs, training=False),
                              input_signature=[encoder_specs], autograph=False)
     signatures = {"serving_default": tf.function(
-        lambda **inputs: _flat_outputs(inference(inputs, training=False)),
+        lambda **inputs: flat_outputs(inference(inputs, training=False)),
         autograph=False).get_concrete_function(**encoder_specs)}
 
     if pretrainer is not None:
         # The MLM head's weights are not among `variables`: __call__ does not use them, and
         # hub.KerasLayer would otherwise train (and warn about) weights without gradients.
         root.mlm_variables = list(pretrainer.masked_lm.variables)
-        mlm_specs = _input_specs(INPUT_KEYS + (MLM_POSITIONS_KEY,))
+        mlm_specs = input_specs(INPUT_KEYS + (MLM_POSITIONS_KEY,))
 
         @tf.function(input_signature=[mlm_specs], autograph=False)
         def mlm(inputs):
@@ -136,7 +124,7 @@ def export_encoder(export_dir, model, vocab_file, do_lower_case):
 
         root.mlm = mlm
         signatures["mlm"] = tf.function(
-            lambda **inputs: _flat_outputs(mlm(inputs)), autograph=False).get_concrete_function(
+            lambda **inputs: flat_outputs(mlm(inputs)), autograph=False).get_concrete_function(
                 **mlm_specs)
     root.serving_default = keras_endpoint(signatures["serving_default"])
     with portable_graphs():

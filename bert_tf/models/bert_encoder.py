@@ -9,6 +9,7 @@ from bert_tf.config import BertConfig
 from bert_tf.layers.embeddings import BertEmbeddings
 from bert_tf.layers.initializers import truncated_normal
 from bert_tf.layers.transformer_block import BertTransformerBlock
+from bert_tf.models.saved_model_export import SavedModelExport, input_specs
 
 INPUT_KEYS = ("input_word_ids", "input_mask", "input_type_ids")
 
@@ -18,7 +19,7 @@ _GRAPH_INFERENCE = weakref.WeakKeyDictionary()
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
-class BertEncoder(keras.Model):
+class BertEncoder(SavedModelExport, keras.Model):
     """BERT's encoder as a Keras 3 functional model.
 
     Inputs: a dict of int32 `[batch, seq]` tensors `input_word_ids`, `input_mask` (1 for real
@@ -30,6 +31,13 @@ class BertEncoder(keras.Model):
     prediction and sentence classification read) and `encoder_outputs`, the list of every
     layer's `[batch, seq, hidden]` output (the paper's feature-based approach concatenates the
     last four). Outputs are float32 under every dtype policy.
+
+    `export(path)` writes a SavedModel whose `serve(inputs)` returns them with
+    `encoder_outputs` numbered `encoder_outputs_0` ... (`bert_tf.export.export_encoder` writes
+    TF Hub's encoder format: vocabulary, `training=True` for fine-tuning, MLM head).
+    `keras.models.clone_model(encoder)` gives a plain functional `keras.Model` (Keras clones
+    every functional subclass so); `BertEncoder.from_config(encoder.get_config())` a
+    `BertEncoder`.
 
     Example:
         >>> encoder = BertEncoder(BertConfig.from_name("bert_tiny"))
@@ -123,6 +131,9 @@ class BertEncoder(keras.Model):
         # the lengths (the graph, traced for any length, can only fail when it runs).
         ids = inputs.get("input_word_ids") if isinstance(inputs, dict) else None
         return ids is None or keras.ops.shape(ids)[-1] <= self.config.max_position_embeddings
+
+    def export_input_signature(self):
+        return [input_specs(INPUT_KEYS)]
 
     def get_config(self):
         # The layers' policy: the model's own stays the global one when `dtype=` is given.

@@ -6,12 +6,13 @@ from bert_tf.config import BertConfig
 from bert_tf.layers.masked_lm_head import MaskedLMHead
 from bert_tf.layers.next_sentence_head import NextSentenceHead
 from bert_tf.models.bert_encoder import INPUT_KEYS
+from bert_tf.models.saved_model_export import SavedModelExport, input_specs
 
 PRETRAINING_INPUT_KEYS = INPUT_KEYS + ("masked_lm_positions",)
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
-class BertPretrainer(keras.Model):
+class BertPretrainer(SavedModelExport, keras.Model):
     """BERT's pre-training model: masked LM + next-sentence prediction over a shared encoder.
 
     Inputs: the encoder's dict (`input_word_ids`, `input_mask`, `input_type_ids`, int32
@@ -68,6 +69,9 @@ class BertPretrainer(keras.Model):
                                          self.encoder.embeddings.word_embeddings),
             "next_sentence_logits": self.next_sentence(outputs["pooled_output"]),
         }
+
+    def export_input_signature(self):
+        return [input_specs(PRETRAINING_INPUT_KEYS)]
 
     def get_config(self):
         return {"name": self.name, "trainable": self.trainable,

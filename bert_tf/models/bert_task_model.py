@@ -10,11 +10,12 @@ from bert_tf.layers.dropout import BertDropout
 from bert_tf.layers.initializers import truncated_normal
 from bert_tf.models.batch_halves import in_batch_halves
 from bert_tf.models.bert_encoder import INPUT_KEYS
+from bert_tf.models.saved_model_export import SavedModelExport, input_specs
 from bert_tf.thread_pools import ops_side_by_side_on_cores
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
-class BertTaskModel(keras.Model):
+class BertTaskModel(SavedModelExport, keras.Model):
     """Base of the task models (`BertClassifier`, `BertSpanLabeler`, ...).
 
     It holds the user's `encoder` (its variables are shared, not copied: fine-tuning the task
@@ -135,24 +136,14 @@ class BertTaskModel(keras.Model):
                 f"{got}; to call it on raw text, build it with a `preprocessor`.")
         return self.preprocess(inputs)
 
-    def export(self, filepath, format="tf_saved_model", verbose=None, input_signature=None,
-               **kwargs):
-        """Keras' `export`. Without `input_signature` it takes the encoder's input dict of int32
-        tensors (rank `input_rank`): Keras infers signatures from the first call's shapes, which
-        a model built in `__init__` never records. With a preprocessor, pass the raw text's.
-
-        Example:
-            >>> classifier.export("/tmp/classifier")       # serve(inputs dict) -> logits
-        """
-        if input_signature is None:
-            if self.preprocessor is not None:
-                raise ValueError(f"{type(self).__name__}.export: pass input_signature= for the "
-                                 f"raw text the preprocessor takes, e.g. "
-                                 f"[tf.TensorSpec([None], tf.string)]")
-            input_signature = [{key: tf.TensorSpec([None] * self.input_rank, tf.int32, name=key)
-                                for key in INPUT_KEYS}]
-        return super().export(filepath, format=format, verbose=verbose,
-                              input_signature=input_signature, **kwargs)
+    def export_input_signature(self):
+        """The encoder's input dict of int32 tensors of rank `input_rank`; with a preprocessor,
+        there is no default: `export` needs the raw text's."""
+        if self.preprocessor is not None:
+            raise ValueError(f"{type(self).__name__}.export: pass input_signature= for the "
+                             f"raw text the preprocessor takes, e.g. "
+                             f"[tf.TensorSpec([None], tf.string)]")
+        return [input_specs(INPUT_KEYS, self.input_rank)]
 
     def preprocess(self, raw_inputs):
         """Runs the preprocessor on raw text. Subclasses whose inputs have more dimensions than

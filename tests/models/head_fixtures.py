@@ -12,7 +12,9 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from bert_tf import BertConfig, BertEncoder
+from bert_tf import (BertClassifier, BertConfig, BertEncoder, BertFeatureExtractor,
+                     BertMultipleChoice, BertSpanLabeler, BertTokenClassifier)
+from bert_tf.models.bert_pretrainer import BertPretrainer
 
 TINY = BertConfig(vocab_size=40, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
                   intermediate_size=32, max_position_embeddings=16)
@@ -90,3 +92,23 @@ def fit_losses(model, x, y, loss, epochs=8, learning_rate=3e-3, **compile_kwargs
     keras.utils.set_random_seed(0)
     model.compile(optimizer=keras.optimizers.Adam(learning_rate), loss=loss, **compile_kwargs)
     return model.fit(x, y, epochs=epochs, batch_size=16, verbose=0).history["loss"]
+
+
+def every_model():
+    """`{class name: (make, inputs)}` for every public Keras model of the package: a function
+    making a tiny one (same weights at each call) and inputs it takes."""
+    inputs = encoder_inputs([[1, 5, 6, 2, 0], [1, 7, 2, 0, 0]], lengths=[4, 3])
+    return {
+        "BertEncoder": (tiny_encoder, inputs),
+        "BertPretrainer": (lambda: BertPretrainer(tiny_encoder()),
+                           {**inputs, "masked_lm_positions": tf.constant([[1, 2], [1, 0]])}),
+        "BertClassifier": (lambda: BertClassifier(tiny_encoder(), num_classes=3), inputs),
+        "BertSpanLabeler": (lambda: BertSpanLabeler(tiny_encoder()), inputs),
+        "BertTokenClassifier": (lambda: BertTokenClassifier(tiny_encoder(), num_classes=4),
+                                inputs),
+        "BertMultipleChoice": (lambda: BertMultipleChoice(tiny_encoder()),
+                               encoder_inputs([[[1, 5, 2], [1, 6, 2]]])),
+        "BertFeatureExtractor": (
+            lambda: BertFeatureExtractor(tiny_encoder(), layer_indices=[0, 1],
+                                         combine="weighted_sum"), inputs),
+    }
