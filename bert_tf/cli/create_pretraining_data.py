@@ -9,6 +9,9 @@ counted in the closing report. Each output file is written as FILE.incomplete an
 all are complete: a run that fails or is interrupted leaves earlier files as they were.
 
 Input: one sentence per line, a blank line between documents; a file's end ends a document.
+A line longer than a sequence (--max_seq_length - 3 word pieces: a paragraph, a web page or a
+book per line) is cut into pieces of half a sequence, which pair as sentences do (the original
+keeps one sequence of such a line and drops the rest); the closing report counts them.
 
 Example:
     bert-tf-create-pretraining-data --input_file="corpus/*.txt" \\

@@ -37,11 +37,12 @@ class CorpusStatistics:
     Reading counts `files`, `bytes`, `lines` and `invalid_utf8_lines` (per file); turning
     documents into instances counts `documents` and `sentences` used, `lines_without_tokens`
     (nothing left after tokenization, e.g. only control characters), `empty_documents`
-    (documents with no token at all) and `instances`. `merge` adds counts from another process.
+    (documents with no token at all), `long_lines` (longer than a sequence, cut into pieces)
+    and `instances`. `merge` adds counts from another process.
     """
 
     _COUNTS = ("files", "bytes", "lines", "documents", "sentences", "lines_without_tokens",
-               "empty_documents", "instances")
+               "empty_documents", "long_lines", "instances")
 
     def __init__(self):
         for name in self._COUNTS:
@@ -71,6 +72,10 @@ class CorpusStatistics:
                          f"tokenization")
         if self.empty_documents:
             lines.append(f"  {self.empty_documents:,} documents skipped, no tokens")
+        if self.long_lines:
+            lines.append(f"Cut {self.long_lines:,} lines longer than a sequence into pieces of "
+                         f"half a sequence, paired as sentences: split such text into "
+                         f"sentences, one per line, for pairs that break at sentence ends.")
         return "\n".join(lines)
 
 

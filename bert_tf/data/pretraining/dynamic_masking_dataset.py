@@ -10,8 +10,10 @@ takes either.
 Per file, in order: lines -> documents (a blank line or the end of the file ends one; lines
 that are not valid UTF-8 are skipped, as the offline tool does) -> word pieces
 (`BertTokenizer`, many lines per call) -> segments (consecutive sentences of one document,
-gathered up to a target length, so that text is cut at sentence boundaries) -> pairs of
-consecutive segments of a document. The files are then interleaved and the pairs shuffled.
+gathered up to a target length, so that text is cut at sentence boundaries; a sentence longer
+than the target, e.g. a paragraph or a book on one line, is cut into pieces of the target
+length, so that no text is lost to truncation) -> pairs of consecutive segments of a
+document. The files are then interleaved and the pairs shuffled.
 
 Next-sentence prediction, when on: each segment target is half a sequence; for half of the
 pairs (and for a document's last segment, which has no successor) B is replaced by the first
@@ -129,7 +131,7 @@ def dynamic_masking_dataset(files, global_batch_size, max_seq_length, max_predic
 
     @_plain
     def units_of_file(file_index, path):
-        segments = _segments(_sentences(path, file_index, tokenizer, read_lines),
+        segments = _segments(_sentences(path, file_index, tokenizer, segment_length, read_lines),
                              segment_length)
         return _pairs(segments) if next_sentence else segments
 
@@ -206,9 +208,10 @@ def _check_examples_come(units, read_files, next_sentence, segment_length):
     raise ValueError(f"{read_files}: no pre-training example can be made: {why}")
 
 
-def _sentences(path, file_index, tokenizer, read_lines=None):
+def _sentences(path, file_index, tokenizer, max_length, read_lines=None):
     """`(document key, word-piece ids)` of the non-blank, valid-UTF-8 lines with tokens of a
-    file, in order."""
+    file, in order, each line longer than `max_length` pieces cut into pieces of that length
+    (`_cut_long_sentences`)."""
     lines = read_lines(path) if read_lines else tf.data.TextLineDataset(path)
     lines = lines.filter(_plain(lambda line: tf.equal(
         tf.strings.unicode_transcode(line, "UTF-8", "UTF-8", errors="replace"), line)))
@@ -222,11 +225,27 @@ def _sentences(path, file_index, tokenizer, read_lines=None):
     lines = lines.scan(tf.constant(0, tf.int64), number_documents)
     lines = lines.filter(_plain(lambda document, line, blank: ~blank))
     sentences = lines.batch(_LINES_PER_TOKENIZER_CALL).map(_plain(
-        lambda documents, texts, _: (file_index * _DOCUMENTS_PER_FILE + documents,
-                                     tokenizer.tokenize_to_pieces(texts))))
+        lambda documents, texts, _: _cut_long_sentences(
+            file_index * _DOCUMENTS_PER_FILE + documents, tokenizer.tokenize_to_pieces(texts),
+            max_length)))
     # The map makes each unbatched row a dense tensor (tf.data keeps it a RaggedTensor else).
-    sentences = sentences.unbatch().map(_plain(lambda document, ids: (document, ids)))
-    return sentences.filter(_plain(lambda document, ids: tf.size(ids) > 0))
+    return sentences.unbatch().map(_plain(lambda document, ids: (document, ids)))
+
+
+def _cut_long_sentences(documents, ids, max_length):
+    """`(documents, ids)` of a batch of sentences (`ids` ragged), each sentence longer than
+    `max_length` pieces cut into consecutive pieces of `max_length` (the last one shorter),
+    with its document key repeated; sentences without pieces are dropped. A segment is then
+    never longer than its share of the sequence, which the packer would truncate."""
+    lengths = ids.row_lengths()
+    counts = (lengths + max_length - 1) // max_length
+    rows = tf.repeat(tf.range(tf.size(counts, out_type=tf.int64)), counts)
+    index_in_row = tf.range(tf.size(rows, out_type=tf.int64)) - tf.gather(
+        tf.cumsum(counts, exclusive=True), rows)
+    piece_lengths = tf.minimum(tf.cast(max_length, tf.int64),
+                               tf.gather(lengths, rows) - index_in_row * max_length)
+    return (tf.gather(documents, rows),
+            tf.RaggedTensor.from_row_lengths(ids.flat_values, piece_lengths))
 
 
 def _with_end(dataset, *end):

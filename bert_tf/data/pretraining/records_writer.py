@@ -203,7 +203,8 @@ class _ChunkProcessor:
 
     def _tokenized(self, documents, statistics):
         """The documents as lists of sentences of ids, without lines or documents that have no
-        tokens (the original drops both silently; here they are counted)."""
+        tokens (the original drops both silently; here they are counted), lines longer than a
+        sequence cut into pieces (`sentence_pieces`; the original keeps a sequence of them)."""
         lines = [line for document in documents for line in document]
         sentences = []
         for start in range(0, len(lines), _TOKENIZE_BATCH_LINES):
@@ -217,7 +218,9 @@ class _ChunkProcessor:
             position += len(document)
             statistics.lines_without_tokens += len(document) - len(kept)
             if kept:
-                tokenized.append(kept)
+                pieces = [self.builder.sentence_pieces(sentence) for sentence in kept]
+                statistics.long_lines += sum(len(cut) > 1 for cut in pieces)
+                tokenized.append([piece for cut in pieces for piece in cut])
                 statistics.documents += 1
                 statistics.sentences += len(kept)
             else:

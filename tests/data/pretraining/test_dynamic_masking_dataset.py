@@ -185,6 +185,26 @@ def test_pipelines_read_disjoint_files_and_all_of_them(single_segment_pipelines)
     assert not words[0] & words[1]
 
 
+def test_a_line_longer_than_a_segment_is_cut_into_segments(tmp_path, tokenizer):
+    # A web page or a book per line: the line was one segment, which the packer truncated to
+    # the sequence, dropping the rest of it silently.
+    (tmp_path / "long.txt").write_text(" ".join(f"w{i}" for i in range(60)) + "\n\n"
+                                       "w60 w61 w62 w63\n")
+    batches = take(dynamic_masking_dataset([str(tmp_path / "long.txt")], BATCH, SEQ_LENGTH,
+                                           PREDICTIONS, seed=5, tokenizer=tokenizer,
+                                           shuffle_buffer=8), 4)
+    seen = set()
+    for tokens, _, label, _ in examples(batches):
+        first_sep = tokens.index(SEP)
+        a, b = [word(t) for t in tokens[1:first_sep]], [word(t) for t in tokens[first_sep + 1:-1]]
+        assert len(a) <= 10 and len(b) <= 10          # each segment fits in its half
+        seen.update(a)
+        if not label:
+            assert a + b == list(range(a[0], a[0] + len(a + b)))
+            seen.update(b)
+    assert seen == set(range(64))
+
+
 def test_bad_arguments_are_named(text_file, tokenizer):
     with pytest.raises(ValueError, match="max_seq_length must be at least 5"):
         dynamic_masking_dataset([text_file], 8, 4, 2, tokenizer=tokenizer)
