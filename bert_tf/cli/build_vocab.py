@@ -16,7 +16,6 @@ Example:
 from absl import flags
 
 from bert_tf.cli.app import run_tool
-from bert_tf.cli.path_checks import file_problem
 from bert_tf.file_io import output_file_problems
 
 FLAGS = flags.FLAGS
@@ -34,38 +33,6 @@ def define_flags():
     flags.mark_flags_as_required(["input_file", "output_file"])
 
 
-def input_paths(patterns):
-    """The files named by comma-separated paths/glob patterns; an error names a pattern that
-    matches nothing, and every path named or matched that is not a readable regular file (a
-    directory would read as empty text) or is no text (records, GZIP: their bytes would give a
-    vocabulary of garbage)."""
-    import tensorflow as tf
-
-    from bert_tf.data.pretraining.corpus import check_text_file
-    from bert_tf.data.pretraining.records_dataset import InputFileError
-
-    def text_problem(path):
-        problem = file_problem(path, "text file")
-        if problem:
-            return problem
-        try:
-            check_text_file(path)
-        except InputFileError as error:
-            return str(error)
-        return None
-
-    paths = []
-    for pattern in filter(None, (p.strip() for p in patterns.split(","))):
-        matches = sorted(tf.io.gfile.glob(pattern))
-        if not matches:
-            raise FileNotFoundError(f"--input_file: no file matches {pattern!r}")
-        paths.extend(matches)
-    problems = list(filter(None, map(text_problem, paths)))
-    if problems:
-        raise ValueError(f"--input_file: {'; '.join(problems)}")
-    return paths
-
-
 def read_lines(paths):
     """Yields each line of each file as bytes, one file at a time."""
     import tensorflow as tf
@@ -76,9 +43,10 @@ def read_lines(paths):
 
 
 def main():
+    from bert_tf.data.pretraining.corpus import expand_text_files
     from bert_tf.text.vocab import count_words, learn_vocab, save_vocab
 
-    paths = input_paths(FLAGS.input_file)
+    paths = expand_text_files(FLAGS.input_file)
     problems = output_file_problems([FLAGS.output_file], paths)
     if problems:
         raise ValueError(f"{problems[0]}: name another --output_file")

@@ -7,7 +7,7 @@ import tensorflow as tf
 from bert_tf.text.bert_tokenizer import BertTokenizer
 from bert_tf.text.vocab import RESERVED_TOKENS, load_vocab
 from tests.data.pretraining.records import write_pretraining_records
-from tests.tools.tool_runs import run_tool
+from tests.tools.tool_runs import error_output, run_tool
 
 TOOL = "build_vocab.py"
 
@@ -47,12 +47,18 @@ def test_learns_a_vocabulary_that_tokenizes_its_corpus(corpus, tmp_path, lower_c
         assert char in vocab and ("##" + char in vocab or not char.isalnum()), char
 
 
-def test_missing_input_is_named(tmp_path):
-    result = run_tool(TOOL, f"--input_file={tmp_path}/nothing*.txt",
-                      f"--output_file={tmp_path}/vocab.txt")
-    assert result.returncode == 1
-    assert "no file matches" in result.stderr and "nothing*.txt" in result.stderr
-    assert not os.path.exists(tmp_path / "vocab.txt")
+def test_inputs_are_named_in_create_pretraining_datas_words(corpus, tmp_path):
+    # The same --input_file, the same problems, the same words: build_vocab had its own
+    # ("no file matches" here, "matches no file" there).
+    inputs = f"--input_file={tmp_path}/nothing*.txt,{corpus}/a.txt,{tmp_path}"
+    vocab = run_tool(TOOL, inputs, f"--output_file={tmp_path}/vocab.txt")
+    records = run_tool("create_pretraining_data.py", inputs,
+                       f"--output_file={tmp_path}/out.tfrecord", f"--vocab_file={corpus}/a.txt")
+    problems = (f"--input_file: '{tmp_path}/nothing*.txt' matches no file; '{tmp_path}' is a "
+                f"directory: name its files, e.g. '{tmp_path}/*'")
+    assert error_output(vocab) == f"build_vocab: error: {problems}"
+    assert error_output(records).endswith(f"create_pretraining_data: error: {problems}")
+    assert os.listdir(tmp_path) == []
 
 
 def test_too_small_vocab_size_is_named(corpus, tmp_path):
@@ -68,10 +74,9 @@ def test_inputs_that_are_not_text_files_are_named(corpus, tmp_path):
     (tmp_path / "texts").mkdir()
     result = run_tool(TOOL, f"--input_file={tmp_path}/text*,{corpus}/a.txt,/dev/null",
                       f"--output_file={tmp_path}/vocab.txt")
-    assert result.returncode == 1
-    assert result.stderr.strip() == (
-        f"build_vocab: error: --input_file: {tmp_path}/texts is a directory, not a text file; "
-        f"/dev/null is not a regular file")
+    assert error_output(result) == (
+        f"build_vocab: error: --input_file: '{tmp_path}/texts' is a directory: name its files, "
+        f"e.g. '{tmp_path}/texts/*'; /dev/null is not a regular file")
     assert not os.path.exists(tmp_path / "vocab.txt")
 
 
@@ -82,11 +87,10 @@ def test_inputs_that_are_records_or_compressed_are_named(corpus, tmp_path):
     (tmp_path / "corpus.txt.gz").write_bytes(gzip.compress(CORPUS.encode()))
     result = run_tool(TOOL, f"--input_file={records},{corpus}/a.txt,{tmp_path}/corpus.txt.gz",
                       f"--output_file={tmp_path}/vocab.txt")
-    assert result.returncode == 1
-    assert result.stderr.strip() == (
-        f"build_vocab: error: --input_file: {records} is a TFRecord file (pre-training "
-        f"records?), not text: give records to run_pretraining's --input_file; "
-        f"{tmp_path}/corpus.txt.gz is GZIP-compressed, not text: decompress it (gunzip)")
+    assert error_output(result) == (
+        f"build_vocab: error: --input_file: {tmp_path}/corpus.txt.gz is GZIP-compressed, not "
+        f"text: decompress it (gunzip); {records} is a TFRecord file (pre-training records?), "
+        f"not text: give records to run_pretraining's --input_file")
     assert not os.path.exists(tmp_path / "vocab.txt")
 
 

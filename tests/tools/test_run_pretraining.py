@@ -184,8 +184,8 @@ def test_evaluating_without_a_checkpoint_is_refused_before_writing(data, tmp_pat
     ("corpus", "--max_seq_length=4",
      "max_seq_length must be at least 5 ([CLS], [SEP]s and one piece per segment), got 4."),
     ("records", "--max_seq_length=16",
-     "{text} is a TFRecord file (pre-training records?), not text: give records to "
-     "run_pretraining's --input_file"),
+     "--input_text_file: {text} is a TFRecord file (pre-training records?), not text: give "
+     "records to run_pretraining's --input_file"),
 ])
 def test_raw_text_that_cannot_train_is_refused_before_writing(data, tmp_path, text, flag,
                                                               message):

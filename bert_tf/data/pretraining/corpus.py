@@ -24,11 +24,22 @@ Example:
 """
 
 import collections
+import zlib
 
 import tensorflow as tf
 
-from bert_tf.data.pretraining.records_dataset import (InputFileError, compression_type,
-                                                      read_records)
+from bert_tf.data.pretraining.records_dataset import (GZIP_MAGIC, InputFileError,
+                                                      expand_input_files)
+from bert_tf.op_errors import bare_message
+
+# A TFRecord file starts with its first record's length (8 bytes) and that length's masked
+# CRC-32C (4 bytes; the mask is TensorFlow's constant).
+_RECORD_HEADER_BYTES = 12
+_CRC_MASK_DELTA = 0xA282EAD8
+# Enough of a GZIP file for its header (with a file name) and the compressed start of a record.
+_START_BYTES = 4096
+# zlib's window bits for a GZIP stream (16 + the deflate window).
+_GZIP_WBITS = 31
 
 
 class CorpusStatistics:
@@ -122,30 +133,37 @@ def input_bytes(files):
     return sum(tf.io.gfile.stat(path).length for path in files)
 
 
-def check_text_file(path):
-    """Raises `InputFileError` when `path` holds pre-training records (a TFRecord file, GZIP or
-    not) or GZIP-compressed data instead of text: read as text, the few of its lines that
-    happen to be valid UTF-8 would make examples of garbage, silently. A file that cannot be
-    read passes: reading it names the problem.
+def expand_text_files(patterns, flag="--input_file"):
+    """The sorted text files matching comma-separated glob `patterns`: `expand_input_files`,
+    naming also every file that cannot be read or is no text (`text_file_problem`). This reads
+    each file's first bytes, once: `dynamic_masking_dataset` trusts the list (`utf8_lines`
+    checks the bytes it reads anyway).
 
     Example:
-        >>> check_text_file("data/train.tfrecord")
-        InputFileError: data/train.tfrecord is a TFRecord file (pre-training records?), not
-        text: give records to run_pretraining's --input_file
+        >>> expand_text_files("corpus/*.txt,data/train.tfrecord")
+        InputFileError: --input_file: data/train.tfrecord is a TFRecord file (pre-training
+        records?), not text: give records to run_pretraining's --input_file
+    """
+    return expand_input_files(patterns, flag, "text files", lambda files: [
+        problem for problem in map(text_file_problem, files) if problem])
+
+
+def text_file_problem(path):
+    """What keeps the file `path` from being read as text, in words that start with it, or
+    None: it cannot be read, or it holds pre-training records (a TFRecord file, GZIP or not)
+    or GZIP-compressed data. Read as text, the few lines of such a file that happen to be valid
+    UTF-8 would make examples of garbage, silently.
+
+    Example:
+        >>> text_file_problem("data/train.tfrecord")
+        "data/train.tfrecord is a TFRecord file (pre-training records?), not text: give
+        records to run_pretraining's --input_file"
     """
     try:
-        compressed = compression_type(path)
-        # A text file fails TFRecord's check of its first record's length (a CRC).
-        is_records = next(iter(read_records(path).take(1)), None) is not None
-    except InputFileError:
-        return
-    except tf.errors.OpError:
-        is_records = False
-    if is_records:
-        raise InputFileError(f"{path} is a TFRecord file (pre-training records?), not text: "
-                             f"give records to run_pretraining's --input_file")
-    if compressed:
-        raise InputFileError(f"{path} is GZIP-compressed, not text: decompress it (gunzip)")
+        with tf.io.gfile.GFile(path, "rb") as reader:
+            return _start_problem(path, reader.read(_START_BYTES))
+    except (OSError, tf.errors.OpError) as error:
+        return _unreadable(path, error)
 
 
 def utf8_lines(path, statistics):
@@ -153,11 +171,15 @@ def utf8_lines(path, statistics):
     its line break) and its size in bytes. Counts the file, lines and bytes into `statistics`;
     a line that is not UTF-8 is skipped and counted in `statistics.invalid_utf8_lines` (real
     corpora hold a few; the original tool would crash), a file that cannot be read is an
-    `InputFileError` naming it, and so is one that is no text (`check_text_file`)."""
-    check_text_file(path)
-    statistics.files += 1
+    `InputFileError` naming it, and so is one that is no text (`text_file_problem`, checked on
+    the bytes read anyway)."""
     try:
         with tf.io.gfile.GFile(path, "rb") as reader:
+            problem = _start_problem(path, reader.read(_START_BYTES))
+            if problem:
+                raise InputFileError(problem)
+            reader.seek(0)  # within the reader's buffer: no second read
+            statistics.files += 1
             for raw_line in reader:
                 statistics.lines += 1
                 statistics.bytes += len(raw_line)
@@ -168,4 +190,45 @@ def utf8_lines(path, statistics):
                     continue
                 yield line, len(raw_line)
     except (OSError, tf.errors.OpError) as error:
-        raise InputFileError(f"{path}: cannot read the text file ({error})") from error
+        raise InputFileError(_unreadable(path, error)) from error
+
+
+def _unreadable(path, error):
+    return f"{path}: cannot read the text file ({bare_message(error)})"
+
+
+def _start_problem(path, start):
+    """`text_file_problem` of the file `path` that starts with the bytes `start`."""
+    compressed = start.startswith(GZIP_MAGIC)
+    if compressed:
+        try:
+            start = zlib.decompressobj(wbits=_GZIP_WBITS).decompress(start, _RECORD_HEADER_BYTES)
+        except zlib.error:
+            start = b""
+    if _is_record_header(start):
+        return (f"{path} is a TFRecord file (pre-training records?), not text: give records to "
+                f"run_pretraining's --input_file")
+    if compressed:
+        return f"{path} is GZIP-compressed, not text: decompress it (gunzip)"
+    return None
+
+
+def _is_record_header(start):
+    """Whether `start` begins as a TFRecord file does: the first record's length (uint64,
+    little-endian) and its masked CRC-32C, which the start of a text matches by a chance of
+    one in 2**32."""
+    if len(start) < _RECORD_HEADER_BYTES:
+        return False
+    crc = _crc32c(start[:8])
+    masked = (((crc >> 15) | (crc << 17)) + _CRC_MASK_DELTA) & 0xFFFFFFFF
+    return int.from_bytes(start[8:_RECORD_HEADER_BYTES], "little") == masked
+
+
+def _crc32c(data):
+    """CRC-32C (Castagnoli) of a few bytes, bit by bit (TensorFlow's is not exposed)."""
+    crc = 0xFFFFFFFF
+    for byte in data:
+        crc ^= byte
+        for _ in range(8):
+            crc = (crc >> 1) ^ (0x82F63B78 & -(crc & 1))
+    return crc ^ 0xFFFFFFFF

@@ -30,7 +30,7 @@ pipelines, and a job resumed at `start_step` continues it exactly.
 
 Example:
     >>> tokenizer = BertTokenizer("vocab.txt", lower_case=True)
-    >>> files = expand_input_files("corpus/*.txt")
+    >>> files = expand_text_files("corpus/*.txt")
     >>> dataset = dynamic_masking_dataset(files, 32, 128, 20, tokenizer=tokenizer)
     >>> sorted(next(iter(dataset)))
     ['input_mask', 'input_type_ids', 'input_word_ids', 'masked_lm_ids', 'masked_lm_positions',
@@ -39,7 +39,7 @@ Example:
 
 import tensorflow as tf
 
-from bert_tf.data.pretraining.corpus import check_text_file, file_names
+from bert_tf.data.pretraining.corpus import file_names
 from bert_tf.data.pretraining.masking import MASKED_LM_PROB, MaskedLmVocab, mask_batch
 from bert_tf.text.bert_packer import BertPacker
 
@@ -61,8 +61,7 @@ _NEXT_SENTENCE_STREAM, _MASKING_STREAM = 1, 2
 _plain = tf.autograph.experimental.do_not_convert
 
 
-def check_arguments(files, max_seq_length, max_predictions_per_seq, next_sentence=True,
-                    read_lines=None):
+def check_arguments(files, max_seq_length, max_predictions_per_seq, next_sentence=True):
     """Raises the ValueError `dynamic_masking_dataset` would for these arguments (a tool calls
     it before it writes anything: its output directory would otherwise hold a run already).
 
@@ -80,9 +79,7 @@ def check_arguments(files, max_seq_length, max_predictions_per_seq, next_sentenc
                          f"{max_predictions_per_seq}.")
     if not files:
         raise ValueError("dynamic_masking_dataset needs at least one text file.")
-    if read_lines is None:
-        for path in files:
-            check_text_file(path)
+
 
 def dynamic_masking_dataset(files, global_batch_size, max_seq_length, max_predictions_per_seq,
                             input_context=None, seed=0, start_step=0, *, tokenizer,
@@ -92,11 +89,12 @@ def dynamic_masking_dataset(files, global_batch_size, max_seq_length, max_predic
     """An endless stream of per-replica pre-training batches made from text `files`.
 
     Files from which no example can be made (no line with tokens; with next-sentence
-    prediction, a single document of a single segment) are a ValueError naming them, and so
-    are text files that are no text (`corpus.check_text_file`: records, GZIP).
+    prediction, a single document of a single segment) are a ValueError naming them.
 
     Args:
-      files: text files, the same sorted list on every worker (`expand_input_files`).
+      files: text files, the same sorted list on every worker (`corpus.expand_text_files`,
+        which refuses records and GZIP files: read as text, they would make garbage
+        examples).
       global_batch_size: examples per training step over all replicas.
       max_seq_length, max_predictions_per_seq: the shapes of the batches.
       input_context: as in `training_dataset`: pipelines read disjoint files when there are at
@@ -112,7 +110,7 @@ def dynamic_masking_dataset(files, global_batch_size, max_seq_length, max_predic
         default `tf.data.TextLineDataset` (`bert_tf.data.tfds.pretraining_text` reads TFDS
         shards).
     """
-    check_arguments(files, max_seq_length, max_predictions_per_seq, next_sentence, read_lines)
+    check_arguments(files, max_seq_length, max_predictions_per_seq, next_sentence)
     vocab = MaskedLmVocab(tokenizer.vocab)
     num_pipelines = input_context.num_input_pipelines if input_context else 1
     pipeline_id = input_context.input_pipeline_id if input_context else 0

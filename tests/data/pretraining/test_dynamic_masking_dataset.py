@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_tf.data.pretraining.dynamic_masking_dataset import dynamic_masking_dataset
+from bert_tf.data.pretraining.dynamic_masking_dataset import (check_arguments,
+                                                               dynamic_masking_dataset)
 from bert_tf.data.pretraining.records_dataset import training_dataset
 from bert_tf.text.bert_tokenizer import BertTokenizer
 from tests.data.pretraining.records import write_pretraining_records
@@ -233,13 +234,15 @@ def test_files_without_tokens_are_an_error_naming_them(tmp_path, tokenizer, next
                                 next_sentence=next_sentence)
 
 
-def test_records_given_as_text_are_refused(tmp_path, text_file, tokenizer):
-    # --input_text_file naming --input_file's records trained on their bytes as text.
-    records = tmp_path / "train.tfrecord"
-    write_pretraining_records(records, 50)
-    with pytest.raises(ValueError, match=f"^{re.escape(str(records))} is a TFRecord file"):
-        dynamic_masking_dataset([text_file, str(records)], BATCH, SEQ_LENGTH, PREDICTIONS,
-                                tokenizer=tokenizer)
+def test_building_the_stream_opens_no_file_to_check_it(text_file, tokenizer, monkeypatch):
+    # The files come checked (corpus.expand_text_files): run_pretraining's early check and
+    # each input pipeline's opened every file twice more, many reads of a gs:// corpus.
+    opened, gfile = [], tf.io.gfile.GFile
+    monkeypatch.setattr(tf.io.gfile, "GFile",
+                        lambda name, mode="r": opened.append(name) or gfile(name, mode))
+    check_arguments([text_file], SEQ_LENGTH, PREDICTIONS)
+    dynamic_masking_dataset([text_file], BATCH, SEQ_LENGTH, PREDICTIONS, tokenizer=tokenizer)
+    assert opened == []
 
 
 def test_pairs_need_a_second_segment_or_a_second_document(tmp_path, tokenizer):
