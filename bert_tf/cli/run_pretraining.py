@@ -367,6 +367,7 @@ def main():
     from bert_tf.data.pretraining.records_dataset import (expand_input_files,
                                                           naming_bad_input_files,
                                                           record_lengths)
+    from bert_tf.text.bert_tokenizer import BertTokenizer
     from bert_tf.text.vocab_size import check_vocab_size
     from bert_tf.training import distribution
     from bert_tf.training.existing_run import check_existing_run, record_run
@@ -397,7 +398,9 @@ def main():
         seq_length, predictions = job.max_seq_length, job.max_predictions_per_seq
         # Here, not when training starts: by then the run's files mark --output_dir as a run.
         dynamic_masking_dataset.check_arguments(
-            text_files, seq_length, predictions, job.next_sentence_prediction)
+            text_files, seq_length, predictions, job.next_sentence_prediction,
+            tokenizer=BertTokenizer(job.vocab_file, job.do_lower_case),
+            read_lines=tfds_text.line_dataset if tfds_text else None)
     else:
         seq_length, predictions = _record_lengths(job, train_files or eval_files,
                                                   "--input_file" if train_files else eval_flag)

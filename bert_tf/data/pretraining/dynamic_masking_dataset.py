@@ -61,9 +61,12 @@ _NEXT_SENTENCE_STREAM, _MASKING_STREAM = 1, 2
 _plain = tf.autograph.experimental.do_not_convert
 
 
-def check_arguments(files, max_seq_length, max_predictions_per_seq, next_sentence=True):
+def check_arguments(files, max_seq_length, max_predictions_per_seq, next_sentence=True, *,
+                    tokenizer=None, read_lines=None):
     """Raises the ValueError `dynamic_masking_dataset` would for these arguments (a tool calls
     it before it writes anything: its output directory would otherwise hold a run already).
+    With the `tokenizer` (and `read_lines`) of the dataset, that includes files from which no
+    example can be made: they are read up to the first example they make.
 
     Example:
         >>> check_arguments(["corpus.txt"], 128, 0)
@@ -79,6 +82,12 @@ def check_arguments(files, max_seq_length, max_predictions_per_seq, next_sentenc
                          f"{max_predictions_per_seq}.")
     if not files:
         raise ValueError("dynamic_masking_dataset needs at least one text file.")
+    if tokenizer is not None:
+        segment_length = _segment_length(max_seq_length, next_sentence)
+        _check_examples_come(
+            _indexed_files(files).flat_map(
+                _file_units(tokenizer, segment_length, next_sentence, read_lines)),
+            file_names(files), next_sentence, segment_length)
 
 
 def dynamic_masking_dataset(files, global_batch_size, max_seq_length, max_predictions_per_seq,
@@ -118,23 +127,16 @@ def dynamic_masking_dataset(files, global_batch_size, max_seq_length, max_predic
                              if input_context else 1)
     batch_size = (input_context.get_per_replica_batch_size(global_batch_size)
                   if input_context else global_batch_size)
-    # Each segment half of the pair's room ([CLS] A [SEP] B [SEP]), or all of it.
-    segment_length = (max_seq_length - 3) // 2 if next_sentence else max_seq_length - 2
-
-    indexed_files = tf.data.Dataset.from_tensor_slices(
-        (tf.range(len(files), dtype=tf.int64), tf.constant(files)))
+    segment_length = _segment_length(max_seq_length, next_sentence)
+    indexed_files = _indexed_files(files)
     shard_files = len(files) >= num_pipelines
     if shard_files:
         indexed_files = indexed_files.shard(num_pipelines, pipeline_id)
-
-    @_plain
-    def units_of_file(file_index, path):
-        segments = _segments(_sentences(path, file_index, tokenizer, segment_length, read_lines),
-                             segment_length)
-        return _pairs(segments) if next_sentence else segments
+    units_of_file = _file_units(tokenizer, segment_length, next_sentence, read_lines)
 
     # The files repeat forever: without this check, files that make no example would leave the
-    # stream waiting for one forever.
+    # stream waiting for one forever. It reads this pipeline's share of the files (their first
+    # lines, again when a tool's check_arguments read them all before it wrote anything).
     read_files = file_names(files[pipeline_id::num_pipelines] if shard_files else files)
     if shard_files and num_pipelines > 1:
         read_files += (f" (read by input pipeline {pipeline_id} of {num_pipelines} alone: "
@@ -181,6 +183,30 @@ def dynamic_masking_dataset(files, global_batch_size, max_seq_length, max_predic
     batches = batches.skip(start_step * replicas_per_pipeline)
     batches = batches.map(pack_and_mask, num_parallel_calls=tf.data.AUTOTUNE)
     return batches.prefetch(tf.data.AUTOTUNE)
+
+
+def _segment_length(max_seq_length, next_sentence):
+    """The target length of a segment: half of the pair's room (`[CLS] A [SEP] B [SEP]`), or
+    all of it."""
+    return (max_seq_length - 3) // 2 if next_sentence else max_seq_length - 2
+
+
+def _indexed_files(files):
+    """A dataset of `(index, path)` of `files`."""
+    return tf.data.Dataset.from_tensor_slices(
+        (tf.range(len(files), dtype=tf.int64), tf.constant(files)))
+
+
+def _file_units(tokenizer, segment_length, next_sentence, read_lines):
+    """`(file index, path) -> dataset` of the units of a file: pairs `(A, B, document key, has
+    B)` with next-sentence prediction, segments `(ids, document key)` without."""
+    @_plain
+    def units_of_file(file_index, path):
+        segments = _segments(_sentences(path, file_index, tokenizer, segment_length, read_lines),
+                             segment_length)
+        return _pairs(segments) if next_sentence else segments
+
+    return units_of_file
 
 
 def _check_examples_come(units, read_files, next_sentence, segment_length):

@@ -232,6 +232,10 @@ def test_files_without_tokens_are_an_error_naming_them(tmp_path, tokenizer, next
     with pytest.raises(ValueError, match=message):
         dynamic_masking_dataset(files, BATCH, SEQ_LENGTH, PREDICTIONS, tokenizer=tokenizer,
                                 next_sentence=next_sentence)
+    # What a tool checks before it writes anything.
+    with pytest.raises(ValueError, match=message):
+        check_arguments(files, SEQ_LENGTH, PREDICTIONS, next_sentence, tokenizer=tokenizer)
+    check_arguments(files[:1], SEQ_LENGTH, PREDICTIONS, next_sentence)   # not read without it
 
 
 def test_building_the_stream_opens_no_file_to_check_it(text_file, tokenizer, monkeypatch):
