@@ -40,6 +40,9 @@ _CRC_MASK_DELTA = 0xA282EAD8
 _START_BYTES = 4096
 # zlib's window bits for a GZIP stream (16 + the deflate window).
 _GZIP_WBITS = 31
+# The byte order marks of UTF-16, little and big endian (UTF-32's start with them too); UTF-8
+# text never starts with these bytes.
+_UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
 
 
 class CorpusStatistics:
@@ -151,8 +154,10 @@ def expand_text_files(patterns, flag="--input_file"):
 def text_file_problem(path):
     """What keeps the file `path` from being read as text, in words that start with it, or
     None: it cannot be read, or it holds pre-training records (a TFRecord file, GZIP or not)
-    or GZIP-compressed data. Read as text, the few lines of such a file that happen to be valid
-    UTF-8 would make examples of garbage, silently.
+    or GZIP-compressed data, or UTF-16 text (a "Unicode" text file of Windows). Read as
+    text, the few lines of records or GZIP data that happen to be valid UTF-8 would make
+    examples of garbage, silently; read as UTF-8, each line of UTF-16 holds NUL bytes and a
+    blank one is not blank.
 
     Example:
         >>> text_file_problem("data/train.tfrecord")
@@ -210,6 +215,9 @@ def _start_problem(path, start):
                 f"run_pretraining's --input_file")
     if compressed:
         return f"{path} is GZIP-compressed, not text: decompress it (gunzip)"
+    if start.startswith(_UTF16_BOMS):
+        return (f"{path} is UTF-16 text (it starts with a byte order mark), not UTF-8: convert "
+                f"it (e.g. iconv -f utf-16 -t utf-8)")
     return None
 
 

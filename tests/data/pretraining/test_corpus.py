@@ -106,9 +106,17 @@ def test_records_and_gzip_files_are_no_text(tmp_path):
     assert text_file_problem(gzip_text) == message
     with pytest.raises(InputFileError, match=f"^{re.escape(message)}$"):
         read_all([gzip_text])
+    # A "Unicode" text file of Windows: each line read as UTF-8 held NUL bytes, a blank line
+    # did not end a document, a line with a non-ASCII character was skipped.
+    for data in ("One.\n\nTwo.\n".encode("utf-16"), "\ufeffOne.\n".encode("utf-16-be"),
+                 "One.\n".encode("utf-32")):               # each starts with a byte order mark
+        utf16 = write_bytes(tmp_path / "utf16.txt", data)
+        assert text_file_problem(utf16) == (
+            f"{utf16} is UTF-16 text (it starts with a byte order mark), not UTF-8: convert it "
+            f"(e.g. iconv -f utf-16 -t utf-8)")
     # Text, whatever its name.
     for name, text in (("text.txt", b""), ("text.gz", b"One."), ("t.txt", b"One.\nTwo.\n" * 999),
-                       ("nul.txt", b"\0" * 20)):
+                       ("nul.txt", b"\0" * 20), ("bom.txt", "\ufeffOne.\n".encode())):
         assert text_file_problem(write_bytes(tmp_path / name, text)) is None
     assert text_file_problem(str(tmp_path / "missing.txt")).startswith(
         f"{tmp_path}/missing.txt: cannot read the text file (")
