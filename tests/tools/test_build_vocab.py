@@ -19,7 +19,7 @@ CORPUS = ("The quick brown fox jumps over the lazy dog. The dog sleeps; the fox 
 def corpus(tmp_path_factory):
     root = tmp_path_factory.mktemp("corpus")
     (root / "a.txt").write_text(CORPUS, encoding="utf-8")
-    # A latin-1 file: its invalid UTF-8 bytes are dropped, the rest of each line is used.
+    # A latin-1 file: its lines are skipped, as create_pretraining_data skips them.
     (root / "b.txt").write_bytes("Café CAFÉ naïve Zoë\n".encode("latin-1") * 30)
     return root
 
@@ -31,12 +31,13 @@ def test_learns_a_vocabulary_that_tokenizes_its_corpus(corpus, tmp_path, lower_c
                       "--vocab_size=120", "--do_lower_case" if lower_case else "--nodo_lower_case")
     assert result.returncode == 0, result.stderr[-3000:]
     assert "Read 2 file(s)" in result.stdout
+    assert result.stdout.splitlines()[-1] == f"  {corpus}/b.txt: 30 lines skipped, not valid UTF-8"
     vocab = load_vocab(str(output))
     assert tuple(vocab[:5]) == RESERVED_TOKENS
     assert len(vocab) <= 120
-    # Cased keeps capitals and never sees the accents of the latin-1 file (invalid bytes).
+    # Cased keeps capitals and never sees the latin-1 file, whose "Zoë" gave a "Z".
     assert ("The" in vocab) == (not lower_case) and ("T" in vocab) == (not lower_case)
-    assert "é" not in vocab and "##é" not in vocab
+    assert not {"é", "##é", "Z"} & set(vocab)
     # Every character of the corpus is in the vocabulary (alone and as a continuation), so
     # tokenizing the corpus needs no [UNK]; frequent words are whole tokens.
     tokenizer = BertTokenizer(str(output), lower_case=lower_case)
@@ -59,6 +60,15 @@ def test_inputs_are_named_in_create_pretraining_datas_words(corpus, tmp_path):
     assert error_output(vocab) == f"build_vocab: error: {problems}"
     assert error_output(records).endswith(f"create_pretraining_data: error: {problems}")
     assert os.listdir(tmp_path) == []
+
+
+def test_text_that_is_not_utf8_is_named_with_what_to_do(corpus, tmp_path):
+    result = run_tool(TOOL, f"--input_file={corpus}/b.txt", f"--output_file={tmp_path}/v.txt")
+    assert error_output(result) == (
+        f"build_vocab: error: {corpus}/b.txt: no words to learn a vocabulary from (30 lines, "
+        f"600 bytes); 30 lines are not valid UTF-8: convert the text to UTF-8 (e.g. iconv -f "
+        f"latin1 -t utf-8)")
+    assert not os.path.exists(tmp_path / "v.txt")
 
 
 def test_too_small_vocab_size_is_named(corpus, tmp_path):

@@ -72,6 +72,24 @@ class CorpusStatistics:
     def skipped_lines(self):
         return sum(self.invalid_utf8_lines.values()) + self.lines_without_tokens
 
+    def invalid_utf8_report(self):
+        """A line for each file that had lines that are not valid UTF-8, naming it."""
+        return [f"  {path}: {count:,} lines skipped, not valid UTF-8"
+                for path, count in sorted(self.invalid_utf8_lines.items())]
+
+    def invalid_utf8_advice(self):
+        """What to do about the lines that were not valid UTF-8 (to end a message that nothing
+        could be made of the text), or "" when all were.
+
+        Example:
+            >>> statistics.invalid_utf8_advice()
+            '; 3 lines are not valid UTF-8: convert the text to UTF-8 (e.g. iconv -f latin1 -t
+            utf-8)'
+        """
+        invalid = sum(self.invalid_utf8_lines.values())
+        return (f"; {invalid:,} lines are not valid UTF-8: convert the text to UTF-8 (e.g. "
+                f"iconv -f latin1 -t utf-8)" if invalid else "")
+
     def report(self):
         """A human-readable summary, naming each file that had invalid UTF-8."""
         lines = [f"Read {self.files} files, {self.lines:,} lines ({self.bytes:,} bytes): "
@@ -79,8 +97,7 @@ class CorpusStatistics:
                  f"{self.instances:,} instances.",
                  f"Skipped {self.skipped_lines:,} lines and {self.empty_documents:,} empty "
                  f"documents."]
-        for path, count in sorted(self.invalid_utf8_lines.items()):
-            lines.append(f"  {path}: {count:,} lines skipped, not valid UTF-8")
+        lines += self.invalid_utf8_report()
         if self.lines_without_tokens:
             lines.append(f"  {self.lines_without_tokens:,} lines skipped, no tokens after "
                          f"tokenization")

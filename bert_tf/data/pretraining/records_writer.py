@@ -133,13 +133,10 @@ def write_pretraining_data(input_files, output_files, vocab_file, do_lower_case,
         if not statistics.instances:
             # Empty record files would only fail later, in run_pretraining, far from the cause.
             # Text in another encoding (Latin-1, say) gets here with every line skipped.
-            invalid = sum(statistics.invalid_utf8_lines.values())
-            encoding = (f"; {invalid:,} lines are not valid UTF-8: convert the text to UTF-8 "
-                        f"(e.g. iconv -f latin1 -t utf-8)" if invalid else "")
             raise ValueError(f"{file_names(input_files) or 'the input'}: no text to make "
                              f"pre-training instances from ({statistics.lines:,} lines, "
                              f"{statistics.bytes:,} bytes, {statistics.documents:,} documents "
-                             f"with tokens){encoding}; nothing written")
+                             f"with tokens){statistics.invalid_utf8_advice()}; nothing written")
     return statistics
 
 
