@@ -96,7 +96,7 @@ def test_the_installed_tools_are_the_installed_code(installed):
                            "--verbosity=1")
     assert result.returncode == 1
     assert result.stderr.strip().splitlines()[-1] == (
-        "build_vocab: error: --input_file: no file matches 'missing-*.txt'")
+        "build_vocab: error: --input_file: 'missing-*.txt' matches no file")
     assert f'File "{target / "bert_tf" / "cli" / "build_vocab.py"}"' in result.stderr
 
 

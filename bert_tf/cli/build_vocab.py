@@ -3,8 +3,9 @@
 Text goes through the same in-graph basic tokenization as the model's inputs (clean-up, CJK and
 punctuation splitting, and with --do_lower_case accent stripping + lower-casing), so the learned
 pieces are exactly what `BertTokenizer` will look up. Files are streamed line by line in
-batches, so their size does not matter; lines with invalid UTF-8 are kept, their invalid bytes
-dropped (TFRecord and GZIP files are refused, not read as text). The vocabulary starts with
+batches, so their size does not matter. Lines that are not valid UTF-8 are skipped and counted
+per file, as create_pretraining_data skips them (TFRecord, GZIP and UTF-16 files are refused,
+not read as text). The vocabulary starts with
 [PAD] [UNK] [CLS] [SEP] [MASK] (ids 0-4), then every kept character alone and as a `##`
 continuation, then word pieces by frequency, at most --vocab_size tokens in all.
 
@@ -16,7 +17,6 @@ Example:
 from absl import flags
 
 from bert_tf.cli.app import run_tool
-from bert_tf.cli.path_checks import file_problem
 from bert_tf.file_io import output_file_problems
 
 FLAGS = flags.FLAGS
@@ -34,59 +34,38 @@ def define_flags():
     flags.mark_flags_as_required(["input_file", "output_file"])
 
 
-def input_paths(patterns):
-    """The files named by comma-separated paths/glob patterns; an error names a pattern that
-    matches nothing, and every path named or matched that is not a readable regular file (a
-    directory would read as empty text) or is no text (records, GZIP: their bytes would give a
-    vocabulary of garbage)."""
-    import tensorflow as tf
-
-    from bert_tf.data.pretraining.corpus import check_text_file
-    from bert_tf.data.pretraining.records_dataset import InputFileError
-
-    def text_problem(path):
-        problem = file_problem(path, "text file")
-        if problem:
-            return problem
-        try:
-            check_text_file(path)
-        except InputFileError as error:
-            return str(error)
-        return None
-
-    paths = []
-    for pattern in filter(None, (p.strip() for p in patterns.split(","))):
-        matches = sorted(tf.io.gfile.glob(pattern))
-        if not matches:
-            raise FileNotFoundError(f"--input_file: no file matches {pattern!r}")
-        paths.extend(matches)
-    problems = list(filter(None, map(text_problem, paths)))
-    if problems:
-        raise ValueError(f"--input_file: {'; '.join(problems)}")
-    return paths
-
-
-def read_lines(paths):
-    """Yields each line of each file as bytes, one file at a time."""
-    import tensorflow as tf
+def read_lines(paths, statistics):
+    """Yields each line of each file, one file at a time, as create_pretraining_data reads it
+    (`corpus.utf8_lines`): a line that is not valid UTF-8 is skipped and counted in
+    `statistics`. Keeping it without its invalid bytes gave word pieces of Latin-1 words cut at
+    their accented letters ("Café" became "caf")."""
+    from bert_tf.data.pretraining.corpus import utf8_lines
 
     for path in paths:
-        with tf.io.gfile.GFile(path, "rb") as f:
-            yield from f
+        for line, _ in utf8_lines(path, statistics):
+            yield line
 
 
 def main():
+    from bert_tf.data.pretraining.corpus import CorpusStatistics, expand_text_files, file_names
     from bert_tf.text.vocab import count_words, learn_vocab, save_vocab
 
-    paths = input_paths(FLAGS.input_file)
+    paths = expand_text_files(FLAGS.input_file)
     problems = output_file_problems([FLAGS.output_file], paths)
     if problems:
         raise ValueError(f"{problems[0]}: name another --output_file")
-    counts = count_words(read_lines(paths), lower_case=FLAGS.do_lower_case)
+    statistics = CorpusStatistics()
+    counts = count_words(read_lines(paths, statistics), lower_case=FLAGS.do_lower_case)
+    if not counts:
+        raise ValueError(f"{file_names(paths)}: no words to learn a vocabulary from "
+                         f"({statistics.lines:,} lines, {statistics.bytes:,} bytes)"
+                         f"{statistics.invalid_utf8_advice()}")
     vocab = learn_vocab(counts, FLAGS.vocab_size, max_unique_chars=FLAGS.max_unique_chars)
     save_vocab(vocab, FLAGS.output_file)
     print(f"Read {len(paths)} file(s), {sum(counts.values()):,} words ({len(counts):,} distinct); "
           f"wrote {len(vocab):,} tokens to {FLAGS.output_file}")
+    for line in statistics.invalid_utf8_report():
+        print(line)
     return 0
 
 

@@ -9,6 +9,9 @@ counted in the closing report. Each output file is written as FILE.incomplete an
 all are complete: a run that fails or is interrupted leaves earlier files as they were.
 
 Input: one sentence per line, a blank line between documents; a file's end ends a document.
+A line longer than a sequence (--max_seq_length - 3 word pieces: a paragraph, a web page or a
+book per line) is cut into pieces of half a sequence, which pair as sentences do (the original
+keeps one sequence of such a line and drops the rest); the closing report counts them.
 
 Example:
     bert-tf-create-pretraining-data --input_file="corpus/*.txt" \\
@@ -24,7 +27,7 @@ from absl import app, flags
 
 from bert_tf.cli import tfds_flags
 from bert_tf.cli.app import run_tool
-from bert_tf.data.pretraining.records_dataset import expand_input_files
+from bert_tf.data.pretraining.corpus import expand_text_files
 from bert_tf.data.pretraining.records_writer import DEFAULT_CHUNK_BYTES, write_pretraining_data
 
 FLAGS = flags.FLAGS
@@ -90,7 +93,7 @@ def main():
                           FLAGS.tfds_text_key)
         inputs, read_lines = source.files, source.lines
     else:
-        inputs, read_lines = expand_input_files(FLAGS.input_file, flag="--input_file"), None
+        inputs, read_lines = expand_text_files(FLAGS.input_file, flag="--input_file"), None
     outputs = output_files(FLAGS.output_file, FLAGS.num_output_shards)
     print(f"Reading {len(inputs)} files, writing {len(outputs)} files: "
           f"{', '.join(outputs[:3])}{', ...' if len(outputs) > 3 else ''}", file=sys.stderr)

@@ -378,9 +378,11 @@ def main():
     from bert_tf.checkpoints import restore_weights
     from bert_tf.config import BertConfig
     from bert_tf.data.pretraining import dynamic_masking_dataset
+    from bert_tf.data.pretraining.corpus import expand_text_files
     from bert_tf.data.pretraining.records_dataset import (expand_input_files,
                                                           naming_bad_input_files,
                                                           record_lengths)
+    from bert_tf.text.bert_tokenizer import BertTokenizer
     from bert_tf.text.vocab_size import check_vocab_size
     from bert_tf.training import distribution
     from bert_tf.training.existing_run import check_existing_run, record_run
@@ -391,7 +393,7 @@ def main():
     # Before any TensorFlow op: MultiWorkerMirroredStrategy configures the runtime's collectives.
     strategy = distribution.create_strategy(job.strategy, job.tpu, quiet=FLAGS.verbosity < 1)
     inputs = _prepare_embedded_inputs(job) if embedded else None
-    text_files = (expand_input_files(job.input_text_file, "--input_text_file")
+    text_files = (expand_text_files(job.input_text_file, "--input_text_file")
                   if job.do_train and job.input_text_file else [])
     tfds_text = None
     if job.do_train and job.tfds_name:
@@ -412,7 +414,8 @@ def main():
         # Here, not when training starts: by then the run's files mark --output_dir as a run.
         dynamic_masking_dataset.check_arguments(
             text_files, seq_length, predictions, job.next_sentence_prediction,
-            tfds_text.line_dataset if tfds_text else None)
+            tokenizer=BertTokenizer(job.vocab_file, job.do_lower_case),
+            read_lines=tfds_text.line_dataset if tfds_text else None)
     else:
         seq_length, predictions = _record_lengths(job, train_files or eval_files,
                                                   "--input_file" if train_files else eval_flag)

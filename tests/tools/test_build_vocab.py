@@ -7,7 +7,7 @@ import tensorflow as tf
 from bert_tf.text.bert_tokenizer import BertTokenizer
 from bert_tf.text.vocab import RESERVED_TOKENS, load_vocab
 from tests.data.pretraining.records import write_pretraining_records
-from tests.tools.tool_runs import run_tool
+from tests.tools.tool_runs import error_output, run_tool
 
 TOOL = "build_vocab.py"
 
@@ -19,7 +19,7 @@ CORPUS = ("The quick brown fox jumps over the lazy dog. The dog sleeps; the fox 
 def corpus(tmp_path_factory):
     root = tmp_path_factory.mktemp("corpus")
     (root / "a.txt").write_text(CORPUS, encoding="utf-8")
-    # A latin-1 file: its invalid UTF-8 bytes are dropped, the rest of each line is used.
+    # A latin-1 file: its lines are skipped, as create_pretraining_data skips them.
     (root / "b.txt").write_bytes("Café CAFÉ naïve Zoë\n".encode("latin-1") * 30)
     return root
 
@@ -31,12 +31,13 @@ def test_learns_a_vocabulary_that_tokenizes_its_corpus(corpus, tmp_path, lower_c
                       "--vocab_size=120", "--do_lower_case" if lower_case else "--nodo_lower_case")
     assert result.returncode == 0, result.stderr[-3000:]
     assert "Read 2 file(s)" in result.stdout
+    assert result.stdout.splitlines()[-1] == f"  {corpus}/b.txt: 30 lines skipped, not valid UTF-8"
     vocab = load_vocab(str(output))
     assert tuple(vocab[:5]) == RESERVED_TOKENS
     assert len(vocab) <= 120
-    # Cased keeps capitals and never sees the accents of the latin-1 file (invalid bytes).
+    # Cased keeps capitals and never sees the latin-1 file, whose "Zoë" gave a "Z".
     assert ("The" in vocab) == (not lower_case) and ("T" in vocab) == (not lower_case)
-    assert "é" not in vocab and "##é" not in vocab
+    assert not {"é", "##é", "Z"} & set(vocab)
     # Every character of the corpus is in the vocabulary (alone and as a continuation), so
     # tokenizing the corpus needs no [UNK]; frequent words are whole tokens.
     tokenizer = BertTokenizer(str(output), lower_case=lower_case)
@@ -47,12 +48,27 @@ def test_learns_a_vocabulary_that_tokenizes_its_corpus(corpus, tmp_path, lower_c
         assert char in vocab and ("##" + char in vocab or not char.isalnum()), char
 
 
-def test_missing_input_is_named(tmp_path):
-    result = run_tool(TOOL, f"--input_file={tmp_path}/nothing*.txt",
-                      f"--output_file={tmp_path}/vocab.txt")
-    assert result.returncode == 1
-    assert "no file matches" in result.stderr and "nothing*.txt" in result.stderr
-    assert not os.path.exists(tmp_path / "vocab.txt")
+def test_inputs_are_named_in_create_pretraining_datas_words(corpus, tmp_path):
+    # The same --input_file, the same problems, the same words: build_vocab had its own
+    # ("no file matches" here, "matches no file" there).
+    inputs = f"--input_file={tmp_path}/nothing*.txt,{corpus}/a.txt,{tmp_path}"
+    vocab = run_tool(TOOL, inputs, f"--output_file={tmp_path}/vocab.txt")
+    records = run_tool("create_pretraining_data.py", inputs,
+                       f"--output_file={tmp_path}/out.tfrecord", f"--vocab_file={corpus}/a.txt")
+    problems = (f"--input_file: '{tmp_path}/nothing*.txt' matches no file; '{tmp_path}' is a "
+                f"directory: name its files, e.g. '{tmp_path}/*'")
+    assert error_output(vocab) == f"build_vocab: error: {problems}"
+    assert error_output(records).endswith(f"create_pretraining_data: error: {problems}")
+    assert os.listdir(tmp_path) == []
+
+
+def test_text_that_is_not_utf8_is_named_with_what_to_do(corpus, tmp_path):
+    result = run_tool(TOOL, f"--input_file={corpus}/b.txt", f"--output_file={tmp_path}/v.txt")
+    assert error_output(result) == (
+        f"build_vocab: error: {corpus}/b.txt: no words to learn a vocabulary from (30 lines, "
+        f"600 bytes); 30 lines are not valid UTF-8: convert the text to UTF-8 (e.g. iconv -f "
+        f"latin1 -t utf-8)")
+    assert not os.path.exists(tmp_path / "v.txt")
 
 
 def test_too_small_vocab_size_is_named(corpus, tmp_path):
@@ -68,10 +84,9 @@ def test_inputs_that_are_not_text_files_are_named(corpus, tmp_path):
     (tmp_path / "texts").mkdir()
     result = run_tool(TOOL, f"--input_file={tmp_path}/text*,{corpus}/a.txt,/dev/null",
                       f"--output_file={tmp_path}/vocab.txt")
-    assert result.returncode == 1
-    assert result.stderr.strip() == (
-        f"build_vocab: error: --input_file: {tmp_path}/texts is a directory, not a text file; "
-        f"/dev/null is not a regular file")
+    assert error_output(result) == (
+        f"build_vocab: error: --input_file: '{tmp_path}/texts' is a directory: name its files, "
+        f"e.g. '{tmp_path}/texts/*'; /dev/null is not a regular file")
     assert not os.path.exists(tmp_path / "vocab.txt")
 
 
@@ -82,11 +97,10 @@ def test_inputs_that_are_records_or_compressed_are_named(corpus, tmp_path):
     (tmp_path / "corpus.txt.gz").write_bytes(gzip.compress(CORPUS.encode()))
     result = run_tool(TOOL, f"--input_file={records},{corpus}/a.txt,{tmp_path}/corpus.txt.gz",
                       f"--output_file={tmp_path}/vocab.txt")
-    assert result.returncode == 1
-    assert result.stderr.strip() == (
-        f"build_vocab: error: --input_file: {records} is a TFRecord file (pre-training "
-        f"records?), not text: give records to run_pretraining's --input_file; "
-        f"{tmp_path}/corpus.txt.gz is GZIP-compressed, not text: decompress it (gunzip)")
+    assert error_output(result) == (
+        f"build_vocab: error: --input_file: {tmp_path}/corpus.txt.gz is GZIP-compressed, not "
+        f"text: decompress it (gunzip); {records} is a TFRecord file (pre-training records?), "
+        f"not text: give records to run_pretraining's --input_file")
     assert not os.path.exists(tmp_path / "vocab.txt")
 
 

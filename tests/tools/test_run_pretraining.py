@@ -188,14 +188,19 @@ def test_evaluating_without_a_checkpoint_is_refused_before_writing(data, tmp_pat
     ("corpus", "--max_seq_length=4",
      "max_seq_length must be at least 5 ([CLS], [SEP]s and one piece per segment), got 4."),
     ("records", "--max_seq_length=16",
-     "{text} is a TFRecord file (pre-training records?), not text: give records to "
-     "run_pretraining's --input_file"),
+     "--input_text_file: {text} is a TFRecord file (pre-training records?), not text: give "
+     "records to run_pretraining's --input_file"),
+    # Found when training began, after the run's files were written.
+    ("blank", "--max_seq_length=16",
+     "{text}: no pre-training example can be made: no line has tokens (the files are empty or "
+     "blank, or their text is not UTF-8)"),
 ])
 def test_raw_text_that_cannot_train_is_refused_before_writing(data, tmp_path, text, flag,
                                                               message):
     corpus = tmp_path / "corpus.txt"
     write_corpus(corpus, numbered_documents([5] * 10, 4))
-    text = {"corpus": corpus, "records": data["heldout"]}[text]
+    (tmp_path / "blank.txt").write_text("\n \n")
+    text = {"corpus": corpus, "records": data["heldout"], "blank": tmp_path / "blank.txt"}[text]
     config = tmp_path / "bert_config.json"
     config.write_text(json.dumps({**CONFIG, "vocab_size": len(VOCAB)}))
     output_dir = tmp_path / "new"

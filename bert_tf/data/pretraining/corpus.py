@@ -24,11 +24,25 @@ Example:
 """
 
 import collections
+import zlib
 
 import tensorflow as tf
 
-from bert_tf.data.pretraining.records_dataset import (InputFileError, compression_type,
-                                                      read_records)
+from bert_tf.data.pretraining.records_dataset import (GZIP_MAGIC, InputFileError,
+                                                      expand_input_files)
+from bert_tf.op_errors import bare_message
+
+# A TFRecord file starts with its first record's length (8 bytes) and that length's masked
+# CRC-32C (4 bytes; the mask is TensorFlow's constant).
+_RECORD_HEADER_BYTES = 12
+_CRC_MASK_DELTA = 0xA282EAD8
+# Enough of a GZIP file for its header (with a file name) and the compressed start of a record.
+_START_BYTES = 4096
+# zlib's window bits for a GZIP stream (16 + the deflate window).
+_GZIP_WBITS = 31
+# The byte order marks of UTF-16, little and big endian (UTF-32's start with them too); UTF-8
+# text never starts with these bytes.
+_UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
 
 
 class CorpusStatistics:
@@ -37,11 +51,12 @@ class CorpusStatistics:
     Reading counts `files`, `bytes`, `lines` and `invalid_utf8_lines` (per file); turning
     documents into instances counts `documents` and `sentences` used, `lines_without_tokens`
     (nothing left after tokenization, e.g. only control characters), `empty_documents`
-    (documents with no token at all) and `instances`. `merge` adds counts from another process.
+    (documents with no token at all), `long_lines` (longer than a sequence, cut into pieces)
+    and `instances`. `merge` adds counts from another process.
     """
 
     _COUNTS = ("files", "bytes", "lines", "documents", "sentences", "lines_without_tokens",
-               "empty_documents", "instances")
+               "empty_documents", "long_lines", "instances")
 
     def __init__(self):
         for name in self._COUNTS:
@@ -57,6 +72,24 @@ class CorpusStatistics:
     def skipped_lines(self):
         return sum(self.invalid_utf8_lines.values()) + self.lines_without_tokens
 
+    def invalid_utf8_report(self):
+        """A line for each file that had lines that are not valid UTF-8, naming it."""
+        return [f"  {path}: {count:,} lines skipped, not valid UTF-8"
+                for path, count in sorted(self.invalid_utf8_lines.items())]
+
+    def invalid_utf8_advice(self):
+        """What to do about the lines that were not valid UTF-8 (to end a message that nothing
+        could be made of the text), or "" when all were.
+
+        Example:
+            >>> statistics.invalid_utf8_advice()
+            '; 3 lines are not valid UTF-8: convert the text to UTF-8 (e.g. iconv -f latin1 -t
+            utf-8)'
+        """
+        invalid = sum(self.invalid_utf8_lines.values())
+        return (f"; {invalid:,} lines are not valid UTF-8: convert the text to UTF-8 (e.g. "
+                f"iconv -f latin1 -t utf-8)" if invalid else "")
+
     def report(self):
         """A human-readable summary, naming each file that had invalid UTF-8."""
         lines = [f"Read {self.files} files, {self.lines:,} lines ({self.bytes:,} bytes): "
@@ -64,13 +97,16 @@ class CorpusStatistics:
                  f"{self.instances:,} instances.",
                  f"Skipped {self.skipped_lines:,} lines and {self.empty_documents:,} empty "
                  f"documents."]
-        for path, count in sorted(self.invalid_utf8_lines.items()):
-            lines.append(f"  {path}: {count:,} lines skipped, not valid UTF-8")
+        lines += self.invalid_utf8_report()
         if self.lines_without_tokens:
             lines.append(f"  {self.lines_without_tokens:,} lines skipped, no tokens after "
                          f"tokenization")
         if self.empty_documents:
             lines.append(f"  {self.empty_documents:,} documents skipped, no tokens")
+        if self.long_lines:
+            lines.append(f"Cut {self.long_lines:,} lines longer than a sequence into pieces of "
+                         f"half a sequence, paired as sentences: split such text into "
+                         f"sentences, one per line, for pairs that break at sentence ends.")
         return "\n".join(lines)
 
 
@@ -117,30 +153,39 @@ def input_bytes(files):
     return sum(tf.io.gfile.stat(path).length for path in files)
 
 
-def check_text_file(path):
-    """Raises `InputFileError` when `path` holds pre-training records (a TFRecord file, GZIP or
-    not) or GZIP-compressed data instead of text: read as text, the few of its lines that
-    happen to be valid UTF-8 would make examples of garbage, silently. A file that cannot be
-    read passes: reading it names the problem.
+def expand_text_files(patterns, flag="--input_file"):
+    """The sorted text files matching comma-separated glob `patterns`: `expand_input_files`,
+    naming also every file that cannot be read or is no text (`text_file_problem`). This reads
+    each file's first bytes, once: `dynamic_masking_dataset` trusts the list (`utf8_lines`
+    checks the bytes it reads anyway).
 
     Example:
-        >>> check_text_file("data/train.tfrecord")
-        InputFileError: data/train.tfrecord is a TFRecord file (pre-training records?), not
-        text: give records to run_pretraining's --input_file
+        >>> expand_text_files("corpus/*.txt,data/train.tfrecord")
+        InputFileError: --input_file: data/train.tfrecord is a TFRecord file (pre-training
+        records?), not text: give records to run_pretraining's --input_file
+    """
+    return expand_input_files(patterns, flag, "text files", lambda files: [
+        problem for problem in map(text_file_problem, files) if problem])
+
+
+def text_file_problem(path):
+    """What keeps the file `path` from being read as text, in words that start with it, or
+    None: it cannot be read, or it holds pre-training records (a TFRecord file, GZIP or not)
+    or GZIP-compressed data, or UTF-16 text (a "Unicode" text file of Windows). Read as
+    text, the few lines of records or GZIP data that happen to be valid UTF-8 would make
+    examples of garbage, silently; read as UTF-8, each line of UTF-16 holds NUL bytes and a
+    blank one is not blank.
+
+    Example:
+        >>> text_file_problem("data/train.tfrecord")
+        "data/train.tfrecord is a TFRecord file (pre-training records?), not text: give
+        records to run_pretraining's --input_file"
     """
     try:
-        compressed = compression_type(path)
-        # A text file fails TFRecord's check of its first record's length (a CRC).
-        is_records = next(iter(read_records(path).take(1)), None) is not None
-    except InputFileError:
-        return
-    except tf.errors.OpError:
-        is_records = False
-    if is_records:
-        raise InputFileError(f"{path} is a TFRecord file (pre-training records?), not text: "
-                             f"give records to run_pretraining's --input_file")
-    if compressed:
-        raise InputFileError(f"{path} is GZIP-compressed, not text: decompress it (gunzip)")
+        with tf.io.gfile.GFile(path, "rb") as reader:
+            return _start_problem(path, reader.read(_START_BYTES))
+    except (OSError, tf.errors.OpError) as error:
+        return _unreadable(path, error)
 
 
 def utf8_lines(path, statistics):
@@ -148,11 +193,15 @@ def utf8_lines(path, statistics):
     its line break) and its size in bytes. Counts the file, lines and bytes into `statistics`;
     a line that is not UTF-8 is skipped and counted in `statistics.invalid_utf8_lines` (real
     corpora hold a few; the original tool would crash), a file that cannot be read is an
-    `InputFileError` naming it, and so is one that is no text (`check_text_file`)."""
-    check_text_file(path)
-    statistics.files += 1
+    `InputFileError` naming it, and so is one that is no text (`text_file_problem`, checked on
+    the bytes read anyway)."""
     try:
         with tf.io.gfile.GFile(path, "rb") as reader:
+            problem = _start_problem(path, reader.read(_START_BYTES))
+            if problem:
+                raise InputFileError(problem)
+            reader.seek(0)  # within the reader's buffer: no second read
+            statistics.files += 1
             for raw_line in reader:
                 statistics.lines += 1
                 statistics.bytes += len(raw_line)
@@ -163,4 +212,48 @@ def utf8_lines(path, statistics):
                     continue
                 yield line, len(raw_line)
     except (OSError, tf.errors.OpError) as error:
-        raise InputFileError(f"{path}: cannot read the text file ({error})") from error
+        raise InputFileError(_unreadable(path, error)) from error
+
+
+def _unreadable(path, error):
+    return f"{path}: cannot read the text file ({bare_message(error)})"
+
+
+def _start_problem(path, start):
+    """`text_file_problem` of the file `path` that starts with the bytes `start`."""
+    compressed = start.startswith(GZIP_MAGIC)
+    if compressed:
+        try:
+            start = zlib.decompressobj(wbits=_GZIP_WBITS).decompress(start, _RECORD_HEADER_BYTES)
+        except zlib.error:
+            start = b""
+    if _is_record_header(start):
+        return (f"{path} is a TFRecord file (pre-training records?), not text: give records to "
+                f"run_pretraining's --input_file")
+    if compressed:
+        return f"{path} is GZIP-compressed, not text: decompress it (gunzip)"
+    if start.startswith(_UTF16_BOMS):
+        return (f"{path} is UTF-16 text (it starts with a byte order mark), not UTF-8: convert "
+                f"it (e.g. iconv -f utf-16 -t utf-8)")
+    return None
+
+
+def _is_record_header(start):
+    """Whether `start` begins as a TFRecord file does: the first record's length (uint64,
+    little-endian) and its masked CRC-32C, which the start of a text matches by a chance of
+    one in 2**32."""
+    if len(start) < _RECORD_HEADER_BYTES:
+        return False
+    crc = _crc32c(start[:8])
+    masked = (((crc >> 15) | (crc << 17)) + _CRC_MASK_DELTA) & 0xFFFFFFFF
+    return int.from_bytes(start[8:_RECORD_HEADER_BYTES], "little") == masked
+
+
+def _crc32c(data):
+    """CRC-32C (Castagnoli) of a few bytes, bit by bit (TensorFlow's is not exposed)."""
+    crc = 0xFFFFFFFF
+    for byte in data:
+        crc ^= byte
+        for _ in range(8):
+            crc = (crc >> 1) ^ (0x82F63B78 & -(crc & 1))
+    return crc ^ 0xFFFFFFFF

@@ -10,8 +10,10 @@ takes either.
 Per file, in order: lines -> documents (a blank line or the end of the file ends one; lines
 that are not valid UTF-8 are skipped, as the offline tool does) -> word pieces
 (`BertTokenizer`, many lines per call) -> segments (consecutive sentences of one document,
-gathered up to a target length, so that text is cut at sentence boundaries) -> pairs of
-consecutive segments of a document. The files are then interleaved and the pairs shuffled.
+gathered up to a target length, so that text is cut at sentence boundaries; a sentence longer
+than the target, e.g. a paragraph or a book on one line, is cut into pieces of the target
+length, so that no text is lost to truncation) -> pairs of consecutive segments of a
+document. The files are then interleaved and the pairs shuffled.
 
 Next-sentence prediction, when on: each segment target is half a sequence; for half of the
 pairs (and for a document's last segment, which has no successor) B is replaced by the first
@@ -28,7 +30,7 @@ pipelines, and a job resumed at `start_step` continues it exactly.
 
 Example:
     >>> tokenizer = BertTokenizer("vocab.txt", lower_case=True)
-    >>> files = expand_input_files("corpus/*.txt")
+    >>> files = expand_text_files("corpus/*.txt")
     >>> dataset = dynamic_masking_dataset(files, 32, 128, 20, tokenizer=tokenizer)
     >>> sorted(next(iter(dataset)))
     ['input_mask', 'input_type_ids', 'input_word_ids', 'masked_lm_ids', 'masked_lm_positions',
@@ -37,7 +39,7 @@ Example:
 
 import tensorflow as tf
 
-from bert_tf.data.pretraining.corpus import check_text_file, file_names
+from bert_tf.data.pretraining.corpus import file_names
 from bert_tf.data.pretraining.masking import MASKED_LM_PROB, MaskedLmVocab, mask_batch
 from bert_tf.text.bert_packer import BertPacker
 
@@ -59,10 +61,12 @@ _NEXT_SENTENCE_STREAM, _MASKING_STREAM = 1, 2
 _plain = tf.autograph.experimental.do_not_convert
 
 
-def check_arguments(files, max_seq_length, max_predictions_per_seq, next_sentence=True,
-                    read_lines=None):
+def check_arguments(files, max_seq_length, max_predictions_per_seq, next_sentence=True, *,
+                    tokenizer=None, read_lines=None):
     """Raises the ValueError `dynamic_masking_dataset` would for these arguments (a tool calls
     it before it writes anything: its output directory would otherwise hold a run already).
+    With the `tokenizer` (and `read_lines`) of the dataset, that includes files from which no
+    example can be made: they are read up to the first example they make.
 
     Example:
         >>> check_arguments(["corpus.txt"], 128, 0)
@@ -78,9 +82,13 @@ def check_arguments(files, max_seq_length, max_predictions_per_seq, next_sentenc
                          f"{max_predictions_per_seq}.")
     if not files:
         raise ValueError("dynamic_masking_dataset needs at least one text file.")
-    if read_lines is None:
-        for path in files:
-            check_text_file(path)
+    if tokenizer is not None:
+        segment_length = _segment_length(max_seq_length, next_sentence)
+        _check_examples_come(
+            _indexed_files(files).flat_map(
+                _file_units(tokenizer, segment_length, next_sentence, read_lines)),
+            file_names(files), next_sentence, segment_length)
+
 
 def dynamic_masking_dataset(files, global_batch_size, max_seq_length, max_predictions_per_seq,
                             input_context=None, seed=0, start_step=0, *, tokenizer,
@@ -90,11 +98,12 @@ def dynamic_masking_dataset(files, global_batch_size, max_seq_length, max_predic
     """An endless stream of per-replica pre-training batches made from text `files`.
 
     Files from which no example can be made (no line with tokens; with next-sentence
-    prediction, a single document of a single segment) are a ValueError naming them, and so
-    are text files that are no text (`corpus.check_text_file`: records, GZIP).
+    prediction, a single document of a single segment) are a ValueError naming them.
 
     Args:
-      files: text files, the same sorted list on every worker (`expand_input_files`).
+      files: text files, the same sorted list on every worker (`corpus.expand_text_files`,
+        which refuses records and GZIP files: read as text, they would make garbage
+        examples).
       global_batch_size: examples per training step over all replicas.
       max_seq_length, max_predictions_per_seq: the shapes of the batches.
       input_context: as in `training_dataset`: pipelines read disjoint files when there are at
@@ -110,7 +119,7 @@ def dynamic_masking_dataset(files, global_batch_size, max_seq_length, max_predic
         default `tf.data.TextLineDataset` (`bert_tf.data.tfds.pretraining_text` reads TFDS
         shards).
     """
-    check_arguments(files, max_seq_length, max_predictions_per_seq, next_sentence, read_lines)
+    check_arguments(files, max_seq_length, max_predictions_per_seq, next_sentence)
     vocab = MaskedLmVocab(tokenizer.vocab)
     num_pipelines = input_context.num_input_pipelines if input_context else 1
     pipeline_id = input_context.input_pipeline_id if input_context else 0
@@ -118,23 +127,16 @@ def dynamic_masking_dataset(files, global_batch_size, max_seq_length, max_predic
                              if input_context else 1)
     batch_size = (input_context.get_per_replica_batch_size(global_batch_size)
                   if input_context else global_batch_size)
-    # Each segment half of the pair's room ([CLS] A [SEP] B [SEP]), or all of it.
-    segment_length = (max_seq_length - 3) // 2 if next_sentence else max_seq_length - 2
-
-    indexed_files = tf.data.Dataset.from_tensor_slices(
-        (tf.range(len(files), dtype=tf.int64), tf.constant(files)))
+    segment_length = _segment_length(max_seq_length, next_sentence)
+    indexed_files = _indexed_files(files)
     shard_files = len(files) >= num_pipelines
     if shard_files:
         indexed_files = indexed_files.shard(num_pipelines, pipeline_id)
-
-    @_plain
-    def units_of_file(file_index, path):
-        segments = _segments(_sentences(path, file_index, tokenizer, read_lines),
-                             segment_length)
-        return _pairs(segments) if next_sentence else segments
+    units_of_file = _file_units(tokenizer, segment_length, next_sentence, read_lines)
 
     # The files repeat forever: without this check, files that make no example would leave the
-    # stream waiting for one forever.
+    # stream waiting for one forever. It reads this pipeline's share of the files (their first
+    # lines, again when a tool's check_arguments read them all before it wrote anything).
     read_files = file_names(files[pipeline_id::num_pipelines] if shard_files else files)
     if shard_files and num_pipelines > 1:
         read_files += (f" (read by input pipeline {pipeline_id} of {num_pipelines} alone: "
@@ -183,6 +185,30 @@ def dynamic_masking_dataset(files, global_batch_size, max_seq_length, max_predic
     return batches.prefetch(tf.data.AUTOTUNE)
 
 
+def _segment_length(max_seq_length, next_sentence):
+    """The target length of a segment: half of the pair's room (`[CLS] A [SEP] B [SEP]`), or
+    all of it."""
+    return (max_seq_length - 3) // 2 if next_sentence else max_seq_length - 2
+
+
+def _indexed_files(files):
+    """A dataset of `(index, path)` of `files`."""
+    return tf.data.Dataset.from_tensor_slices(
+        (tf.range(len(files), dtype=tf.int64), tf.constant(files)))
+
+
+def _file_units(tokenizer, segment_length, next_sentence, read_lines):
+    """`(file index, path) -> dataset` of the units of a file: pairs `(A, B, document key, has
+    B)` with next-sentence prediction, segments `(ids, document key)` without."""
+    @_plain
+    def units_of_file(file_index, path):
+        segments = _segments(_sentences(path, file_index, tokenizer, segment_length, read_lines),
+                             segment_length)
+        return _pairs(segments) if next_sentence else segments
+
+    return units_of_file
+
+
 def _check_examples_come(units, read_files, next_sentence, segment_length):
     """Raises a ValueError naming `read_files` (the files, as a message names them) when a
     pass over their `units` (segments, or pairs `(A, B, document key, has B)`) makes no
@@ -206,9 +232,10 @@ def _check_examples_come(units, read_files, next_sentence, segment_length):
     raise ValueError(f"{read_files}: no pre-training example can be made: {why}")
 
 
-def _sentences(path, file_index, tokenizer, read_lines=None):
+def _sentences(path, file_index, tokenizer, max_length, read_lines=None):
     """`(document key, word-piece ids)` of the non-blank, valid-UTF-8 lines with tokens of a
-    file, in order."""
+    file, in order, each line longer than `max_length` pieces cut into pieces of that length
+    (`_cut_long_sentences`)."""
     lines = read_lines(path) if read_lines else tf.data.TextLineDataset(path)
     lines = lines.filter(_plain(lambda line: tf.equal(
         tf.strings.unicode_transcode(line, "UTF-8", "UTF-8", errors="replace"), line)))
@@ -222,11 +249,27 @@ def _sentences(path, file_index, tokenizer, read_lines=None):
     lines = lines.scan(tf.constant(0, tf.int64), number_documents)
     lines = lines.filter(_plain(lambda document, line, blank: ~blank))
     sentences = lines.batch(_LINES_PER_TOKENIZER_CALL).map(_plain(
-        lambda documents, texts, _: (file_index * _DOCUMENTS_PER_FILE + documents,
-                                     tokenizer.tokenize_to_pieces(texts))))
+        lambda documents, texts, _: _cut_long_sentences(
+            file_index * _DOCUMENTS_PER_FILE + documents, tokenizer.tokenize_to_pieces(texts),
+            max_length)))
     # The map makes each unbatched row a dense tensor (tf.data keeps it a RaggedTensor else).
-    sentences = sentences.unbatch().map(_plain(lambda document, ids: (document, ids)))
-    return sentences.filter(_plain(lambda document, ids: tf.size(ids) > 0))
+    return sentences.unbatch().map(_plain(lambda document, ids: (document, ids)))
+
+
+def _cut_long_sentences(documents, ids, max_length):
+    """`(documents, ids)` of a batch of sentences (`ids` ragged), each sentence longer than
+    `max_length` pieces cut into consecutive pieces of `max_length` (the last one shorter),
+    with its document key repeated; sentences without pieces are dropped. A segment is then
+    never longer than its share of the sequence, which the packer would truncate."""
+    lengths = ids.row_lengths()
+    counts = (lengths + max_length - 1) // max_length
+    rows = tf.repeat(tf.range(tf.size(counts, out_type=tf.int64)), counts)
+    index_in_row = tf.range(tf.size(rows, out_type=tf.int64)) - tf.gather(
+        tf.cumsum(counts, exclusive=True), rows)
+    piece_lengths = tf.minimum(tf.cast(max_length, tf.int64),
+                               tf.gather(lengths, rows) - index_in_row * max_length)
+    return (tf.gather(documents, rows),
+            tf.RaggedTensor.from_row_lengths(ids.flat_values, piece_lengths))
 
 
 def _with_end(dataset, *end):

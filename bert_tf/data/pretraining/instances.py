@@ -13,6 +13,10 @@ where "another document" comes from: the original holds the whole corpus in memo
 `create_training_instances` gets the documents of one chunk (see
 `bert_tf.data.pretraining.corpus`), and random next sentences come from that chunk.
 
+A sentence longer than a sequence (a corpus of a paragraph, a web page or a book per line)
+would give one instance and lose the rest to truncation, as in the original, silently:
+`sentence_pieces` cuts it first into pieces of half a sequence, which pair as sentences do.
+
 Example:
     >>> builder = PretrainingInstanceBuilder(MaskedLmVocab(tokenizer.vocab), max_seq_length=128,
     ...                                      max_predictions_per_seq=20)
@@ -77,9 +81,28 @@ class PretrainingInstanceBuilder:
         self.whole_word_mask = whole_word_mask
         self.dupe_factor = dupe_factor
 
+    def sentence_pieces(self, sentence):
+        """`[sentence]` (a list of ids) when it fits in a sequence (`max_seq_length - 3`
+        pieces), else its consecutive pieces of half a sequence, which the algorithm then takes
+        for sentences: two of them fill a sequence exactly (cut at every multiple of half of
+        `max_seq_length - 3`, rounded down: their lengths alternate when that is odd), so a
+        pair of them is never truncated and nothing of the sentence is lost.
+
+        Example (max_seq_length 10, 7 pieces per sequence):
+            >>> builder.sentence_pieces(list(range(12)))
+            [[0, 1, 2], [3, 4, 5, 6], [7, 8, 9], [10, 11]]
+        """
+        max_num_tokens = self.max_seq_length - 3
+        if len(sentence) <= max_num_tokens:
+            return [sentence]
+        cuts = [k * max_num_tokens // 2 for k in range(2 * len(sentence) // max_num_tokens + 2)]
+        return [sentence[start:end] for start, end in zip(cuts, cuts[1:])
+                if start < len(sentence)]
+
     def create_training_instances(self, documents, rng):
         """All instances of `documents` (lists of sentences, each a non-empty list of ids;
-        no empty document), `dupe_factor` times, shuffled.
+        no empty document), `dupe_factor` times, shuffled. A sentence longer than a sequence
+        is truncated, as in the original: cut it with `sentence_pieces` first.
 
         The documents are shuffled first, as in the original; `documents` is not changed.
         """

@@ -24,11 +24,13 @@ Example:
 
 import collections
 import contextlib
+import os
 
 import numpy as np
 import tensorflow as tf
 from google.protobuf import message
 
+from bert_tf.file_io import is_remote
 from bert_tf.op_errors import bare_message
 
 # Google's TFRecord feature -> the name the model reads.
@@ -49,13 +51,15 @@ _FLOAT_FEATURES = ("masked_lm_weights",)
 # a larger buffer mixes better across the interleaved files at a few MB of host memory.
 _SHUFFLE_BUFFER_RECORDS = 1000
 _MAX_PARALLEL_FILES = 8
+# The most problems of input globs one error names.
+_PROBLEMS_NAMED = 5
 # What create_pretraining_data names an output file until all of them are complete
 # (`records_writer`): a run killed before then leaves it behind, part written.
 INCOMPLETE_SUFFIX = ".incomplete"
 # RFC 1952: ID1 ID2 and CM=8 (deflate), the only method GZIP defines. A plain TFRecord file
 # starts with its first record's length as a little-endian uint64: it would have to be
 # exactly 0x...088b1f bytes long (over 500 kB) to look like this.
-_GZIP_MAGIC = b"\x1f\x8b\x08"
+GZIP_MAGIC = b"\x1f\x8b\x08"
 
 
 class InputFileError(ValueError):
@@ -87,37 +91,61 @@ def feature_spec(max_seq_length, max_predictions_per_seq):
     return spec
 
 
-def expand_input_files(patterns, flag="--input_file"):
+def _unfinished_outputs(files):
+    """The problem of `files` that create_pretraining_data left unfinished, if any (see
+    `expand_input_files`)."""
+    unfinished = [path for path in files if path.endswith(INCOMPLETE_SUFFIX)]
+    if not unfinished:
+        return []
+    more = f" (and {len(unfinished) - 1} more)" if len(unfinished) > 1 else ""
+    return [f"{unfinished[0]}{more} is an unfinished output of a create_pretraining_data run "
+            f"that was interrupted; run it again to complete it, or delete the file"]
+
+
+def expand_input_files(patterns, flag="--input_file", kind="TFRecord files",
+                       file_problems=_unfinished_outputs):
     """The sorted files matching comma-separated glob `patterns` (Google's `--input_file`).
 
     Sorted, so every worker of a multi-worker job sees the same list and shards it the same
-    way. A pattern matching nothing is an error naming it: a typo must not silently train on
-    fewer files. So is a match that an interrupted create_pretraining_data left unfinished
-    (`FILE-00000-of-00008.incomplete` matches `FILE-*`): training would read its first part,
-    then fail at its cut-off last record.
+    way. What keeps the patterns from naming files to read is an `InputFileError` naming all
+    of it at once after `flag`: a pattern matching nothing (a typo must not silently train on
+    fewer files), a directory named for its files, a match that is no regular file (a device
+    reads as empty, a pipe blocks its reader), and what `file_problems(files)` finds (phrases
+    that start with the file). By default that is a match that an interrupted
+    create_pretraining_data left unfinished (`FILE-00000-of-00008.incomplete` matches
+    `FILE-*`): training would read its first part, then fail at its cut-off last record.
+    `corpus.expand_text_files` checks text instead; `kind` names the files expected.
+
+    Example:
+        >>> expand_input_files("data/part-*.tfrecord,data/extra.tfrecord")
+        InputFileError: --input_file: 'data/extra.tfrecord' matches no file
     """
-    if not patterns or not patterns.strip():
-        raise InputFileError(f"{flag} is empty: give comma-separated globs of TFRecord files")
-    files = set()
-    for pattern in (p.strip() for p in patterns.split(",")):
-        if not pattern:
-            continue
+    patterns = [p.strip() for p in (patterns or "").split(",") if p.strip()]
+    if not patterns:  # "" or " , ": the list would be empty
+        raise InputFileError(f"{flag} is empty: give comma-separated globs of {kind}")
+    files, problems = set(), []
+    for pattern in patterns:
         # tf.io.gfile: the same globs on gs:// (Cloud TPU jobs read their data there).
         found = tf.io.gfile.glob(pattern)
         matches = [m for m in found if not tf.io.gfile.isdir(m)]
         if len(found) == 1 and not matches:
-            raise InputFileError(f"{flag}: {found[0]!r} is a directory: name its files, e.g. "
-                                 f"{tf.io.gfile.join(found[0], '*')!r}")
-        if not matches:
-            raise InputFileError(f"{flag}: {pattern!r} matches no file")
+            problems.append(f"{found[0]!r} is a directory: name its files, e.g. "
+                            f"{tf.io.gfile.join(found[0], '*')!r}")
+        elif not matches:
+            problems.append(f"{pattern!r} matches no file")
         files.update(matches)
-    unfinished = sorted(path for path in files if path.endswith(INCOMPLETE_SUFFIX))
-    if unfinished:
-        more = f" (and {len(unfinished) - 1} more)" if len(unfinished) > 1 else ""
-        raise InputFileError(
-            f"{flag}: {unfinished[0]}{more} is an unfinished output of a create_pretraining_data "
-            f"run that was interrupted; run it again to complete it, or delete the file")
-    return sorted(files)
+    files, regular = sorted(files), []
+    for path in files:
+        if is_remote(path) or os.path.isfile(path):  # a remote filesystem has files and dirs
+            regular.append(path)
+        else:
+            problems.append(f"{path} is not a regular file")
+    problems += file_problems(regular)
+    if len(problems) > _PROBLEMS_NAMED:  # thousands of shards: the line must stay readable
+        problems[_PROBLEMS_NAMED:] = [f"{len(problems) - _PROBLEMS_NAMED} more problems"]
+    if problems:
+        raise InputFileError(f"{flag}: {'; '.join(problems)}")
+    return files
 
 
 def compression_type(path):
@@ -127,10 +155,10 @@ def compression_type(path):
         return "GZIP"
     try:
         with tf.io.gfile.GFile(path, "rb") as f:
-            start = f.read(len(_GZIP_MAGIC))
+            start = f.read(len(GZIP_MAGIC))
     except (OSError, tf.errors.OpError) as e:
         raise InputFileError(f"{path}: cannot read the TFRecord file ({e})") from e
-    return "GZIP" if start == _GZIP_MAGIC else ""
+    return "GZIP" if start == GZIP_MAGIC else ""
 
 
 def read_records(path):

@@ -133,13 +133,10 @@ def write_pretraining_data(input_files, output_files, vocab_file, do_lower_case,
         if not statistics.instances:
             # Empty record files would only fail later, in run_pretraining, far from the cause.
             # Text in another encoding (Latin-1, say) gets here with every line skipped.
-            invalid = sum(statistics.invalid_utf8_lines.values())
-            encoding = (f"; {invalid:,} lines are not valid UTF-8: convert the text to UTF-8 "
-                        f"(e.g. iconv -f latin1 -t utf-8)" if invalid else "")
             raise ValueError(f"{file_names(input_files) or 'the input'}: no text to make "
                              f"pre-training instances from ({statistics.lines:,} lines, "
                              f"{statistics.bytes:,} bytes, {statistics.documents:,} documents "
-                             f"with tokens){encoding}; nothing written")
+                             f"with tokens){statistics.invalid_utf8_advice()}; nothing written")
     return statistics
 
 
@@ -203,7 +200,8 @@ class _ChunkProcessor:
 
     def _tokenized(self, documents, statistics):
         """The documents as lists of sentences of ids, without lines or documents that have no
-        tokens (the original drops both silently; here they are counted)."""
+        tokens (the original drops both silently; here they are counted), lines longer than a
+        sequence cut into pieces (`sentence_pieces`; the original keeps a sequence of them)."""
         lines = [line for document in documents for line in document]
         sentences = []
         for start in range(0, len(lines), _TOKENIZE_BATCH_LINES):
@@ -217,7 +215,9 @@ class _ChunkProcessor:
             position += len(document)
             statistics.lines_without_tokens += len(document) - len(kept)
             if kept:
-                tokenized.append(kept)
+                pieces = [self.builder.sentence_pieces(sentence) for sentence in kept]
+                statistics.long_lines += sum(len(cut) > 1 for cut in pieces)
+                tokenized.append([piece for cut in pieces for piece in cut])
                 statistics.documents += 1
                 statistics.sentences += len(kept)
             else:

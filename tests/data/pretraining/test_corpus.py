@@ -4,9 +4,10 @@ import gzip
 import re
 
 import pytest
+import tensorflow as tf
 
-from bert_tf.data.pretraining.corpus import (CorpusStatistics, check_text_file, input_bytes,
-                                             read_document_chunks)
+from bert_tf.data.pretraining.corpus import (CorpusStatistics, expand_text_files, input_bytes,
+                                             read_document_chunks, text_file_problem)
 from bert_tf.data.pretraining.records_dataset import InputFileError
 from tests.data.pretraining.records import write_pretraining_records
 
@@ -97,13 +98,63 @@ def test_records_and_gzip_files_are_no_text(tmp_path):
     for path in (str(records), gzip_records):
         message = (f"{path} is a TFRecord file (pre-training records?), not text: give records "
                    f"to run_pretraining's --input_file")
-        with pytest.raises(InputFileError, match=f"^{re.escape(message)}$"):
-            check_text_file(path)
+        assert text_file_problem(path) == message
         # As text, their lines that happen to be valid UTF-8 made garbage documents.
         with pytest.raises(InputFileError, match=f"^{re.escape(message)}$"):
             read_all([path])
-    with pytest.raises(InputFileError, match=(
-            f"^{re.escape(gzip_text)} is GZIP-compressed, not text: decompress it \\(gunzip\\)$")):
+    message = f"{gzip_text} is GZIP-compressed, not text: decompress it (gunzip)"
+    assert text_file_problem(gzip_text) == message
+    with pytest.raises(InputFileError, match=f"^{re.escape(message)}$"):
         read_all([gzip_text])
-    for text in (b"", b"One.", b"One.\nTwo.\n" * 1000):
-        check_text_file(write_bytes(tmp_path / "text.txt", text))
+    # A "Unicode" text file of Windows: each line read as UTF-8 held NUL bytes, a blank line
+    # did not end a document, a line with a non-ASCII character was skipped.
+    for data in ("One.\n\nTwo.\n".encode("utf-16"), "\ufeffOne.\n".encode("utf-16-be"),
+                 "One.\n".encode("utf-32")):               # each starts with a byte order mark
+        utf16 = write_bytes(tmp_path / "utf16.txt", data)
+        assert text_file_problem(utf16) == (
+            f"{utf16} is UTF-16 text (it starts with a byte order mark), not UTF-8: convert it "
+            f"(e.g. iconv -f utf-16 -t utf-8)")
+    # Text, whatever its name.
+    for name, text in (("text.txt", b""), ("text.gz", b"One."), ("t.txt", b"One.\nTwo.\n" * 999),
+                       ("nul.txt", b"\0" * 20), ("bom.txt", "\ufeffOne.\n".encode())):
+        assert text_file_problem(write_bytes(tmp_path / name, text)) is None
+    assert text_file_problem(str(tmp_path / "missing.txt")).startswith(
+        f"{tmp_path}/missing.txt: cannot read the text file (")
+
+
+def test_text_globs_name_every_file_that_is_no_text_at_once(tmp_path):
+    records = tmp_path / "b.tfrecord"
+    write_pretraining_records(records, 5)
+    text = write_bytes(tmp_path / "a.txt", b"One.\n")
+    (tmp_path / "texts").mkdir()
+    assert expand_text_files(f"{tmp_path}/*.txt, {text}") == [text]
+    message = (f"--input_text_file: '{tmp_path}/texts' is a directory: name its files, e.g. "
+               f"'{tmp_path}/texts/*'; '{tmp_path}/none*' matches no file; /dev/null is not a "
+               f"regular file; {records} is a TFRecord file (pre-training records?), not text: "
+               f"give records to run_pretraining's --input_file")
+    with pytest.raises(InputFileError, match=f"^{re.escape(message)}$"):
+        expand_text_files(f"{tmp_path}/text*,{tmp_path}/none*,{tmp_path}/*,/dev/null",
+                          "--input_text_file")
+    with pytest.raises(InputFileError, match="^--input_file is empty: give comma-separated "
+                                             "globs of text files$"):
+        expand_text_files(" , ")
+    # Thousands of shards of records given as text: the line names a few.
+    for index in range(8):
+        write_bytes(tmp_path / f"shard-{index}", records.read_bytes())
+    with pytest.raises(InputFileError, match=(
+            f"^--input_file: {re.escape(str(tmp_path))}/shard-0 is a TFRecord file .*; "
+            f"{re.escape(str(tmp_path))}/shard-4 is a TFRecord file [^;]*; 3 more problems$")):
+        expand_text_files(f"{tmp_path}/shard-*")
+
+
+def test_each_text_file_is_opened_once_to_check_it_and_once_to_read_it(tmp_path, monkeypatch):
+    # On gs://, a corpus of thousands of shards: the check opened each file three times (its
+    # start for GZIP twice, then its first record), and reading it once more.
+    files = [write_bytes(tmp_path / f"{i}.txt", b"One.\nTwo.\n\nThree.\n") for i in range(3)]
+    opened, gfile = [], tf.io.gfile.GFile
+    monkeypatch.setattr(tf.io.gfile, "GFile",
+                        lambda name, mode="r": opened.append(name) or gfile(name, mode))
+    assert expand_text_files(f"{tmp_path}/*.txt") == files
+    assert opened == files
+    chunks, _ = read_all(files)
+    assert len(chunks[0]) == 6 and opened == files + files

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_tf.data.pretraining.dynamic_masking_dataset import dynamic_masking_dataset
+from bert_tf.data.pretraining.dynamic_masking_dataset import (check_arguments,
+                                                               dynamic_masking_dataset)
 from bert_tf.data.pretraining.records_dataset import training_dataset
 from bert_tf.text.bert_tokenizer import BertTokenizer
 from tests.data.pretraining.records import write_pretraining_records
@@ -185,6 +186,26 @@ def test_pipelines_read_disjoint_files_and_all_of_them(single_segment_pipelines)
     assert not words[0] & words[1]
 
 
+def test_a_line_longer_than_a_segment_is_cut_into_segments(tmp_path, tokenizer):
+    # A web page or a book per line: the line was one segment, which the packer truncated to
+    # the sequence, dropping the rest of it silently.
+    (tmp_path / "long.txt").write_text(" ".join(f"w{i}" for i in range(60)) + "\n\n"
+                                       "w60 w61 w62 w63\n")
+    batches = take(dynamic_masking_dataset([str(tmp_path / "long.txt")], BATCH, SEQ_LENGTH,
+                                           PREDICTIONS, seed=5, tokenizer=tokenizer,
+                                           shuffle_buffer=8), 4)
+    seen = set()
+    for tokens, _, label, _ in examples(batches):
+        first_sep = tokens.index(SEP)
+        a, b = [word(t) for t in tokens[1:first_sep]], [word(t) for t in tokens[first_sep + 1:-1]]
+        assert len(a) <= 10 and len(b) <= 10          # each segment fits in its half
+        seen.update(a)
+        if not label:
+            assert a + b == list(range(a[0], a[0] + len(a + b)))
+            seen.update(b)
+    assert seen == set(range(64))
+
+
 def test_bad_arguments_are_named(text_file, tokenizer):
     with pytest.raises(ValueError, match="max_seq_length must be at least 5"):
         dynamic_masking_dataset([text_file], 8, 4, 2, tokenizer=tokenizer)
@@ -211,15 +232,21 @@ def test_files_without_tokens_are_an_error_naming_them(tmp_path, tokenizer, next
     with pytest.raises(ValueError, match=message):
         dynamic_masking_dataset(files, BATCH, SEQ_LENGTH, PREDICTIONS, tokenizer=tokenizer,
                                 next_sentence=next_sentence)
+    # What a tool checks before it writes anything.
+    with pytest.raises(ValueError, match=message):
+        check_arguments(files, SEQ_LENGTH, PREDICTIONS, next_sentence, tokenizer=tokenizer)
+    check_arguments(files[:1], SEQ_LENGTH, PREDICTIONS, next_sentence)   # not read without it
 
 
-def test_records_given_as_text_are_refused(tmp_path, text_file, tokenizer):
-    # --input_text_file naming --input_file's records trained on their bytes as text.
-    records = tmp_path / "train.tfrecord"
-    write_pretraining_records(records, 50)
-    with pytest.raises(ValueError, match=f"^{re.escape(str(records))} is a TFRecord file"):
-        dynamic_masking_dataset([text_file, str(records)], BATCH, SEQ_LENGTH, PREDICTIONS,
-                                tokenizer=tokenizer)
+def test_building_the_stream_opens_no_file_to_check_it(text_file, tokenizer, monkeypatch):
+    # The files come checked (corpus.expand_text_files): run_pretraining's early check and
+    # each input pipeline's opened every file twice more, many reads of a gs:// corpus.
+    opened, gfile = [], tf.io.gfile.GFile
+    monkeypatch.setattr(tf.io.gfile, "GFile",
+                        lambda name, mode="r": opened.append(name) or gfile(name, mode))
+    check_arguments([text_file], SEQ_LENGTH, PREDICTIONS)
+    dynamic_masking_dataset([text_file], BATCH, SEQ_LENGTH, PREDICTIONS, tokenizer=tokenizer)
+    assert opened == []
 
 
 def test_pairs_need_a_second_segment_or_a_second_document(tmp_path, tokenizer):

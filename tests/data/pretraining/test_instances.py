@@ -1,6 +1,7 @@
 """Google's instance-creation algorithm on small corpora whose every word is unique, so that
 where each piece of A and B came from can be checked exactly."""
 
+import itertools
 import random
 
 import numpy as np
@@ -100,6 +101,42 @@ def test_every_sentence_starts_in_a_or_follows_as_actual_next():
                 used.update(sentences_of(b, where))
         assert used == {(d, s) for d, document in enumerate(documents)
                         for s in range(len(document))}
+
+
+def test_a_sentence_longer_than_a_sequence_is_cut_into_pieces_that_pair_whole():
+    # Documents of one line each (a web page or a book per line): the original made one
+    # instance of each and truncated the rest away, silently.
+    documents = [[word_ids(sentence) for sentence in document]
+                 for document in numbered_documents([1, 1, 1], 40)]
+    instance_builder = builder(max_seq_length=16)                  # 13 pieces per pair
+    sentence = documents[0][0]
+    assert instance_builder.sentence_pieces(sentence[:13]) == [sentence[:13]]
+    pieces = instance_builder.sentence_pieces(sentence)
+    assert [len(piece) for piece in pieces] == [6, 7, 6, 7, 6, 7, 1]
+    assert [t for piece in pieces for t in piece] == sentence
+    cut = [[piece for s in document for piece in instance_builder.sentence_pieces(s)]
+           for document in documents]
+    # Where each token is: (document, position), and where pieces start or end.
+    where = {t: (d, i) for d, document in enumerate(cut)
+             for i, t in enumerate(t for piece in document for t in piece)}
+    bounds = {(d, i) for d, document in enumerate(cut)
+              for i in itertools.accumulate([0] + [len(piece) for piece in document])}
+    for seed in range(5):
+        used = set()
+        for instance in instance_builder.create_training_instances(cut, random.Random(seed)):
+            tokens = unmasked(instance)
+            first_sep = tokens.index(SEP)
+            a, b = tokens[1:first_sep], tokens[first_sep + 1:-1]
+            (document, start), end = where[a[0]], where[a[-1]][1] + 1
+            # A is whole pieces (never truncated), and an actual B the whole pieces after it.
+            assert {(document, start), (document, end)} <= bounds
+            assert [where[t] for t in a] == [(document, i) for i in range(start, end)]
+            used.update(a)
+            if not instance.is_random_next:
+                assert [where[t] for t in b] == [(document, end + i) for i in range(len(b))]
+                assert (document, end + len(b)) in bounds
+                used.update(b)
+        assert used == {t for document in documents for s in document for t in s}
 
 
 def test_random_next_half_of_the_time():

@@ -133,6 +133,24 @@ def test_skipped_lines_and_empty_documents_are_counted(corpus, tmp_path):
                                 f"documents, {statistics.instances:,} instances (")
 
 
+def test_lines_longer_than_a_sequence_are_cut_not_truncated(corpus, tmp_path):
+    # A paragraph or a book per line: the original made one instance of each line and dropped
+    # the rest of it, silently. Here every word of it is in some instance, and the report
+    # says what was done. The 4-word line fits and stays whole.
+    documents = numbered_documents([1, 1, 1, 1], 45)
+    documents[3] = [" ".join(documents[3][0].split()[:4])]
+    long_lines = write_corpus(tmp_path / "long.txt", documents)
+    paths, statistics = write(corpus, ["out.tfrecord"], inputs=[long_lines], dupe_factor=1)
+    assert (statistics.documents, statistics.sentences, statistics.long_lines) == (4, 4, 3)
+    seen = {t - FIRST_NUMBERED for record in parsed_records(paths)
+            for t in unmasked_tokens(record) if t not in (CLS, SEP)}
+    assert seen == set(range(3 * 45 + 4))
+    assert statistics.report().splitlines()[-1] == (
+        "Cut 3 lines longer than a sequence into pieces of half a sequence, paired as "
+        "sentences: split such text into sentences, one per line, for pairs that break at "
+        "sentence ends.")
+
+
 class TickingClock:
     """Stands for the `time` module of `records_writer`: each reading is 20 s later, more than
     the 10 s between two progress lines in a log file."""
