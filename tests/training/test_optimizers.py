@@ -208,22 +208,26 @@ def test_fused_adamw_refuses_amsgrad():
         FusedAdamW(amsgrad=True)
 
 
-@pytest.mark.parametrize("clip_norm", [0.5, None])
-def test_sparse_embedding_gradient_is_clipped_and_applied_as_its_dense_form(clip_norm):
-    # An embedding table's gradient arrives as IndexedSlices with repeated rows (a token that
-    # occurs twice in the batch): its norm and its update must be those of the dense gradient,
-    # also for rows a step does not touch but earlier steps did (their moments move them).
+def _sparse_and_dense_runs(name, clip_norm):
+    """Three steps of `name`'s optimizer on an embedding table and a kernel, the table's
+    gradient given as IndexedSlices with repeated rows (a token that occurs twice in the batch)
+    and, in the second run, as its dense form: the table's start and both runs' variables."""
     rng = np.random.default_rng(2)
     table = rng.normal(size=(10, 4)).astype(np.float32)
     kernel = rng.normal(size=(4, 3)).astype(np.float32)
     steps = [(tf.constant(rows), tf.constant(rng.normal(size=(len(rows), 4)), tf.float32),
               tf.constant(rng.normal(size=(4, 3)), tf.float32))
              for rows in ([1, 7, 1, 3], [7, 2, 2], [5])]
+    first_rows, first_gradients, first_kernel_gradient = steps[0]
+    dense_norm = float(tf.linalg.global_norm([
+        tf.convert_to_tensor(tf.IndexedSlices(first_gradients, first_rows, tf.constant([10, 4]))),
+        first_kernel_gradient]))
+    assert dense_norm > 0.5  # with clip_norm 0.5 the clipping is active
     results = []
     for sparse in (True, False):
         variables = [keras.Variable(table, name="word_embeddings"),
                      keras.Variable(kernel, name="kernel")]
-        optimizer = create_optimizer("adamw", 0.1, variables, clip_norm=clip_norm,
+        optimizer = create_optimizer(name, 0.1, variables, clip_norm=clip_norm,
                                      summed_by_train_step=False)
         apply = tf.function(lambda gradients: optimizer.apply(gradients, variables))
         for rows, row_gradients, kernel_gradient in steps:
@@ -231,17 +235,30 @@ def test_sparse_embedding_gradient_is_clipped_and_applied_as_its_dense_form(clip
             apply([table_gradient if sparse else tf.convert_to_tensor(table_gradient),
                    kernel_gradient])
         results.append([v.numpy() for v in variables])
-    first_rows, first_gradients, first_kernel_gradient = steps[0]
-    dense_norm = float(tf.linalg.global_norm([
-        tf.convert_to_tensor(tf.IndexedSlices(first_gradients, first_rows, tf.constant([10, 4]))),
-        first_kernel_gradient]))
-    assert dense_norm > 0.5  # with clip_norm 0.5 the clipping is active
-    for from_sparse, from_dense in zip(*results):
-        np.testing.assert_allclose(from_sparse, from_dense, rtol=1e-6, atol=1e-7)
+    return table, *results
+
+
+@pytest.mark.parametrize("clip_norm", [0.5, None])
+def test_sparse_embedding_gradient_is_clipped_and_applied_as_its_dense_form(clip_norm):
+    # Its norm and its update must be those of the dense gradient, also for rows a step does
+    # not touch but earlier steps did (their moments move them).
+    table, from_sparse, from_dense = _sparse_and_dense_runs("adamw", clip_norm)
+    for sparse_value, dense_value in zip(from_sparse, from_dense):
+        np.testing.assert_allclose(sparse_value, dense_value, rtol=1e-6, atol=1e-7)
     never = [0, 4, 6, 8, 9]  # rows no step touched: weight decay only, three times
-    np.testing.assert_allclose(results[0][0][never], table[never] * (1 - 0.1 * 0.01) ** 3,
+    np.testing.assert_allclose(from_sparse[0][never], table[never] * (1 - 0.1 * 0.01) ** 3,
                                rtol=1e-6)
-    assert not np.allclose(results[0][0][1], table[1] * (1 - 0.1 * 0.01) ** 3)  # moved by m
+    assert not np.allclose(from_sparse[0][1], table[1] * (1 - 0.1 * 0.01) ** 3)  # moved by m
+
+
+@pytest.mark.parametrize("clip_norm", [0.5, None])
+def test_lamb_takes_a_sparse_gradient_as_its_dense_form(clip_norm):
+    # Model.fit hands LAMB the word embeddings' gradient as IndexedSlices; its trust ratio is
+    # the whole table's, so the update must be the dense gradient's exactly.
+    table, from_sparse, from_dense = _sparse_and_dense_runs("lamb", clip_norm)
+    for sparse_value, dense_value in zip(from_sparse, from_dense):
+        np.testing.assert_allclose(sparse_value, dense_value, rtol=1e-6, atol=1e-7)
+    assert not np.allclose(from_sparse[0], table)
 
 
 def _called_functions(graph, name_part):
