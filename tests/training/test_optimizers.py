@@ -1,4 +1,7 @@
 import collections
+import os
+import subprocess
+import sys
 import types
 
 import keras
@@ -6,11 +9,13 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_tf import BertConfig, BertEncoder
+from bert_tf import BertClassifier, BertConfig, BertEncoder
 from bert_tf.models.bert_pretrainer import BertPretrainer
 from bert_tf.training.lamb import Lamb
 from bert_tf.training.optimizers import FusedAdamW, create_optimizer
+from bert_tf.training.schedule import WarmupPolynomialDecay
 from tests.harness import ops_feeding
+from tests.resources import REPO_ROOT
 
 TINY = BertConfig(vocab_size=20, hidden_size=8, num_hidden_layers=1, num_attention_heads=2,
                   intermediate_size=16, max_position_embeddings=8)
@@ -287,3 +292,47 @@ def test_the_embedding_rows_zero_gradient_step_waits_for_the_gradient():
     assert gradient_values in ops_feeding([decay])
     step(tf.constant([1, 3]), tf.ones([2, 4]))
     assert np.allclose(table.numpy()[0], 1 - 0.1 * 0.01)  # the decay ran (an untouched row)
+
+
+LOAD_OPTIMIZER_STATE = """
+import sys
+import keras
+import numpy as np
+import bert_tf
+for path in sys.argv[1:]:
+    optimizer = keras.models.load_model(path).optimizer
+    np.savez(path + ".npz", **{v.path: v.numpy() for v in optimizer.variables},
+             learning_rate=float(optimizer.learning_rate), class_name=type(optimizer).__name__)
+"""
+
+
+def test_a_model_compiled_with_an_optimizer_of_bert_tf_loads_with_its_state(tmp_path):
+    # In a fresh process, as a user resuming a fine-tuning from a `.keras` file would.
+    inputs = {"input_word_ids": np.array([[2, 7, 9, 3], [2, 5, 5, 3]], np.int32),
+              "input_mask": np.ones([2, 4], np.int32),
+              "input_type_ids": np.zeros([2, 4], np.int32)}
+    saved = {}
+    for name in ("adamw", "lamb"):
+        keras.utils.set_random_seed(0)
+        model = BertClassifier(BertEncoder(TINY), num_classes=2)
+        model(inputs)
+        optimizer = create_optimizer(name, WarmupPolynomialDecay(1e-2, 10, 2),
+                                     model.trainable_variables, summed_by_train_step=False)
+        model.compile(optimizer=optimizer, loss=keras.losses.SparseCategoricalCrossentropy(
+            from_logits=True))
+        model.fit(inputs, np.array([0, 1]), epochs=3, verbose=0)
+        saved[str(tmp_path / f"{name}.keras")] = optimizer
+        model.save(str(tmp_path / f"{name}.keras"))
+    env = {**os.environ, "PYTHONPATH": REPO_ROOT, "TF_CPP_MIN_LOG_LEVEL": "3"}
+    result = subprocess.run([sys.executable, "-c", LOAD_OPTIMIZER_STATE, *saved],
+                            capture_output=True, text=True, timeout=300, env=env)
+    assert result.returncode == 0, result.stderr[-3000:]
+    for path, optimizer in saved.items():
+        loaded = dict(np.load(path + ".npz"))
+        assert loaded.pop("class_name") == type(optimizer).__name__
+        assert loaded.pop("learning_rate") == pytest.approx(float(optimizer.learning_rate))
+        expected = {v.path: v.numpy() for v in optimizer.variables}
+        assert set(loaded) == set(expected)
+        assert expected[f"{optimizer.name}/iteration"] == 3
+        for key, value in expected.items():
+            np.testing.assert_array_equal(loaded[key], value, err_msg=key)
