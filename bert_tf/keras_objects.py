@@ -39,6 +39,7 @@ MODULES = (
     "bert_tf.models.bert_token_classifier",
     "bert_tf.text.bert_preprocessor",
     "bert_tf.training.lamb",
+    "bert_tf.training.optimizers",
     "bert_tf.training.schedule",
 )
 

@@ -1,6 +1,7 @@
 """`Lamb`: the layer-wise adaptive optimizer that pre-trains BERT with large batches."""
 
 import keras
+import tensorflow as tf
 from keras import ops
 
 
@@ -43,6 +44,15 @@ class Lamb(keras.optimizers.Optimizer):
         super().build(var_list)
         self._momentums, self._velocities = self.add_optimizer_variables(
             var_list, ["momentum", "velocity"])
+
+    def apply(self, grads, trainable_variables=None):
+        """Keras' `apply`, an embedding table's sparse gradient (`tf.IndexedSlices`) made dense
+        first: LAMB moves every row anyway (the moments decay, the trust ratio needs the whole
+        update's norm), and dense, with repeated rows summed, its global norm (clipping) and
+        its update are those of the same gradient given dense."""
+        grads = [tf.convert_to_tensor(g) if isinstance(g, tf.IndexedSlices) else g
+                 for g in grads]
+        return super().apply(grads, trainable_variables)
 
     def update_step(self, gradient, variable, learning_rate):
         lr = ops.cast(learning_rate, variable.dtype)

@@ -30,6 +30,7 @@ if not hasattr(keras.optimizers.Optimizer, "_all_reduce_sum_gradients"):
         f"`_all_reduce_sum_gradients`: update bert_tf/training/optimizers.py")
 
 
+@keras.saving.register_keras_serializable(package="bert_tf")
 class FusedAdamW(keras.optimizers.AdamW):
     """AdamW (decoupled weight decay) with the Adam paper's epsilon, one fused loop per variable.
 

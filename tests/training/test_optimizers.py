@@ -1,4 +1,7 @@
 import collections
+import os
+import subprocess
+import sys
 import types
 
 import keras
@@ -6,11 +9,13 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bert_tf import BertConfig, BertEncoder
+from bert_tf import BertClassifier, BertConfig, BertEncoder
 from bert_tf.models.bert_pretrainer import BertPretrainer
 from bert_tf.training.lamb import Lamb
 from bert_tf.training.optimizers import FusedAdamW, create_optimizer
+from bert_tf.training.schedule import WarmupPolynomialDecay
 from tests.harness import ops_feeding
+from tests.resources import REPO_ROOT
 
 TINY = BertConfig(vocab_size=20, hidden_size=8, num_hidden_layers=1, num_attention_heads=2,
                   intermediate_size=16, max_position_embeddings=8)
@@ -208,22 +213,26 @@ def test_fused_adamw_refuses_amsgrad():
         FusedAdamW(amsgrad=True)
 
 
-@pytest.mark.parametrize("clip_norm", [0.5, None])
-def test_sparse_embedding_gradient_is_clipped_and_applied_as_its_dense_form(clip_norm):
-    # An embedding table's gradient arrives as IndexedSlices with repeated rows (a token that
-    # occurs twice in the batch): its norm and its update must be those of the dense gradient,
-    # also for rows a step does not touch but earlier steps did (their moments move them).
+def _sparse_and_dense_runs(name, clip_norm):
+    """Three steps of `name`'s optimizer on an embedding table and a kernel, the table's
+    gradient given as IndexedSlices with repeated rows (a token that occurs twice in the batch)
+    and, in the second run, as its dense form: the table's start and both runs' variables."""
     rng = np.random.default_rng(2)
     table = rng.normal(size=(10, 4)).astype(np.float32)
     kernel = rng.normal(size=(4, 3)).astype(np.float32)
     steps = [(tf.constant(rows), tf.constant(rng.normal(size=(len(rows), 4)), tf.float32),
               tf.constant(rng.normal(size=(4, 3)), tf.float32))
              for rows in ([1, 7, 1, 3], [7, 2, 2], [5])]
+    first_rows, first_gradients, first_kernel_gradient = steps[0]
+    dense_norm = float(tf.linalg.global_norm([
+        tf.convert_to_tensor(tf.IndexedSlices(first_gradients, first_rows, tf.constant([10, 4]))),
+        first_kernel_gradient]))
+    assert dense_norm > 0.5  # with clip_norm 0.5 the clipping is active
     results = []
     for sparse in (True, False):
         variables = [keras.Variable(table, name="word_embeddings"),
                      keras.Variable(kernel, name="kernel")]
-        optimizer = create_optimizer("adamw", 0.1, variables, clip_norm=clip_norm,
+        optimizer = create_optimizer(name, 0.1, variables, clip_norm=clip_norm,
                                      summed_by_train_step=False)
         apply = tf.function(lambda gradients: optimizer.apply(gradients, variables))
         for rows, row_gradients, kernel_gradient in steps:
@@ -231,17 +240,30 @@ def test_sparse_embedding_gradient_is_clipped_and_applied_as_its_dense_form(clip
             apply([table_gradient if sparse else tf.convert_to_tensor(table_gradient),
                    kernel_gradient])
         results.append([v.numpy() for v in variables])
-    first_rows, first_gradients, first_kernel_gradient = steps[0]
-    dense_norm = float(tf.linalg.global_norm([
-        tf.convert_to_tensor(tf.IndexedSlices(first_gradients, first_rows, tf.constant([10, 4]))),
-        first_kernel_gradient]))
-    assert dense_norm > 0.5  # with clip_norm 0.5 the clipping is active
-    for from_sparse, from_dense in zip(*results):
-        np.testing.assert_allclose(from_sparse, from_dense, rtol=1e-6, atol=1e-7)
+    return table, *results
+
+
+@pytest.mark.parametrize("clip_norm", [0.5, None])
+def test_sparse_embedding_gradient_is_clipped_and_applied_as_its_dense_form(clip_norm):
+    # Its norm and its update must be those of the dense gradient, also for rows a step does
+    # not touch but earlier steps did (their moments move them).
+    table, from_sparse, from_dense = _sparse_and_dense_runs("adamw", clip_norm)
+    for sparse_value, dense_value in zip(from_sparse, from_dense):
+        np.testing.assert_allclose(sparse_value, dense_value, rtol=1e-6, atol=1e-7)
     never = [0, 4, 6, 8, 9]  # rows no step touched: weight decay only, three times
-    np.testing.assert_allclose(results[0][0][never], table[never] * (1 - 0.1 * 0.01) ** 3,
+    np.testing.assert_allclose(from_sparse[0][never], table[never] * (1 - 0.1 * 0.01) ** 3,
                                rtol=1e-6)
-    assert not np.allclose(results[0][0][1], table[1] * (1 - 0.1 * 0.01) ** 3)  # moved by m
+    assert not np.allclose(from_sparse[0][1], table[1] * (1 - 0.1 * 0.01) ** 3)  # moved by m
+
+
+@pytest.mark.parametrize("clip_norm", [0.5, None])
+def test_lamb_takes_a_sparse_gradient_as_its_dense_form(clip_norm):
+    # Model.fit hands LAMB the word embeddings' gradient as IndexedSlices; its trust ratio is
+    # the whole table's, so the update must be the dense gradient's exactly.
+    table, from_sparse, from_dense = _sparse_and_dense_runs("lamb", clip_norm)
+    for sparse_value, dense_value in zip(from_sparse, from_dense):
+        np.testing.assert_allclose(sparse_value, dense_value, rtol=1e-6, atol=1e-7)
+    assert not np.allclose(from_sparse[0], table)
 
 
 def _called_functions(graph, name_part):
@@ -270,3 +292,47 @@ def test_the_embedding_rows_zero_gradient_step_waits_for_the_gradient():
     assert gradient_values in ops_feeding([decay])
     step(tf.constant([1, 3]), tf.ones([2, 4]))
     assert np.allclose(table.numpy()[0], 1 - 0.1 * 0.01)  # the decay ran (an untouched row)
+
+
+LOAD_OPTIMIZER_STATE = """
+import sys
+import keras
+import numpy as np
+import bert_tf
+for path in sys.argv[1:]:
+    optimizer = keras.models.load_model(path).optimizer
+    np.savez(path + ".npz", **{v.path: v.numpy() for v in optimizer.variables},
+             learning_rate=float(optimizer.learning_rate), class_name=type(optimizer).__name__)
+"""
+
+
+def test_a_model_compiled_with_an_optimizer_of_bert_tf_loads_with_its_state(tmp_path):
+    # In a fresh process, as a user resuming a fine-tuning from a `.keras` file would.
+    inputs = {"input_word_ids": np.array([[2, 7, 9, 3], [2, 5, 5, 3]], np.int32),
+              "input_mask": np.ones([2, 4], np.int32),
+              "input_type_ids": np.zeros([2, 4], np.int32)}
+    saved = {}
+    for name in ("adamw", "lamb"):
+        keras.utils.set_random_seed(0)
+        model = BertClassifier(BertEncoder(TINY), num_classes=2)
+        model(inputs)
+        optimizer = create_optimizer(name, WarmupPolynomialDecay(1e-2, 10, 2),
+                                     model.trainable_variables, summed_by_train_step=False)
+        model.compile(optimizer=optimizer, loss=keras.losses.SparseCategoricalCrossentropy(
+            from_logits=True))
+        model.fit(inputs, np.array([0, 1]), epochs=3, verbose=0)
+        saved[str(tmp_path / f"{name}.keras")] = optimizer
+        model.save(str(tmp_path / f"{name}.keras"))
+    env = {**os.environ, "PYTHONPATH": REPO_ROOT, "TF_CPP_MIN_LOG_LEVEL": "3"}
+    result = subprocess.run([sys.executable, "-c", LOAD_OPTIMIZER_STATE, *saved],
+                            capture_output=True, text=True, timeout=300, env=env)
+    assert result.returncode == 0, result.stderr[-3000:]
+    for path, optimizer in saved.items():
+        loaded = dict(np.load(path + ".npz"))
+        assert loaded.pop("class_name") == type(optimizer).__name__
+        assert loaded.pop("learning_rate") == pytest.approx(float(optimizer.learning_rate))
+        expected = {v.path: v.numpy() for v in optimizer.variables}
+        assert set(loaded) == set(expected)
+        assert expected[f"{optimizer.name}/iteration"] == 3
+        for key, value in expected.items():
+            np.testing.assert_array_equal(loaded[key], value, err_msg=key)
