@@ -4,9 +4,11 @@ import keras
 import tensorflow as tf
 from keras import ops
 
+from bert_tf.training.weight_decay import NoWeightDecayPattern
+
 
 @keras.saving.register_keras_serializable(package="bert_tf")
-class Lamb(keras.optimizers.Optimizer):
+class Lamb(NoWeightDecayPattern, keras.optimizers.Optimizer):
     """LAMB (You et al., 2019, "Large Batch Optimization for Deep Learning: Training BERT in
     76 minutes"), as used for BERT pre-training.
 
@@ -17,13 +19,14 @@ class Lamb(keras.optimizers.Optimizer):
         w = w - lr * (||w|| / ||u||) * u         (the trust ratio is 1 if either norm is 0)
 
     Unlike `keras.optimizers.Lamb`, the weight decay is part of `u`, so the trust ratio sees
-    it (the paper's algorithm), and variables excluded with `exclude_from_weight_decay` (BERT
-    excludes LayerNorm and biases) get neither decay nor the trust ratio: plain Adam steps,
-    as in the paper's reference implementation.
+    it (the paper's algorithm), and variables excluded from weight decay (`no_weight_decay`, a
+    pattern of variable paths, or `exclude_from_weight_decay`; BERT excludes LayerNorm and
+    biases) get neither decay nor the trust ratio: plain Adam steps, as in the paper's
+    reference implementation.
 
     Example:
-        >>> optimizer = Lamb(learning_rate=1e-3, weight_decay_rate=0.01)
-        >>> optimizer.exclude_from_weight_decay(var_names=["bias", "gamma", "beta"])
+        >>> optimizer = Lamb(learning_rate=1e-3, weight_decay_rate=0.01,
+        ...                  no_weight_decay=r"layer_norm|bias")
         >>> optimizer.apply(grads, model.trainable_variables)
     """
 

@@ -11,18 +11,18 @@ Example:
     ...                              model.trainable_variables)
 """
 
-import re
 
 import keras
 import tensorflow as tf
 
 from bert_tf.training.lamb import Lamb
+from bert_tf.training.weight_decay import NoWeightDecayPattern
 
 OPTIMIZERS = ("adamw", "lamb")
 
 # Google's run_pretraining.py excludes variables whose name has "LayerNorm", "layer_norm" or
 # "bias" from weight decay; in this package's Keras paths, LayerNorms are "*layer_norm*".
-_NO_WEIGHT_DECAY = re.compile(r"layer_norm|bias")
+_NO_WEIGHT_DECAY = r"layer_norm|bias"
 
 if not hasattr(keras.optimizers.Optimizer, "_all_reduce_sum_gradients"):
     raise ImportError(  # _SummedByTrainStep would silently stop working
@@ -31,7 +31,7 @@ if not hasattr(keras.optimizers.Optimizer, "_all_reduce_sum_gradients"):
 
 
 @keras.saving.register_keras_serializable(package="bert_tf")
-class FusedAdamW(keras.optimizers.AdamW):
+class FusedAdamW(NoWeightDecayPattern, keras.optimizers.AdamW):
     """AdamW (decoupled weight decay) with the Adam paper's epsilon, one fused loop per variable.
 
     The epsilon is added to the *bias-corrected* `sqrt(v_hat)` (Algorithm 1 of Kingma & Ba; what
@@ -284,14 +284,14 @@ def create_optimizer(name, learning_rate, trainable_variables, weight_decay_rate
     adamw, lamb = (_AdamW, _Lamb) if summed_by_train_step else (FusedAdamW, Lamb)
     if name == "adamw":
         optimizer = adamw(learning_rate=learning_rate, weight_decay=weight_decay_rate,
-                          beta_1=0.9, beta_2=0.999, epsilon=1e-6, name="adamw", **clipping)
+                          beta_1=0.9, beta_2=0.999, epsilon=1e-6, name="adamw",
+                          no_weight_decay=_NO_WEIGHT_DECAY, **clipping)
     elif name == "lamb":
         optimizer = lamb(learning_rate=learning_rate, weight_decay_rate=weight_decay_rate,
-                         beta_1=0.9, beta_2=0.999, epsilon=1e-6, name="lamb", **clipping)
+                         beta_1=0.9, beta_2=0.999, epsilon=1e-6, name="lamb",
+                         no_weight_decay=_NO_WEIGHT_DECAY, **clipping)
     else:
         raise ValueError(f"Unknown optimizer {name!r}; choose one of {OPTIMIZERS}")
-    optimizer.exclude_from_weight_decay(
-        var_list=[v for v in trainable_variables if _NO_WEIGHT_DECAY.search(v.path)])
     if loss_scaling:
         optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
     optimizer.build(trainable_variables)

@@ -300,9 +300,12 @@ import keras
 import numpy as np
 import bert_tf
 for path in sys.argv[1:]:
-    optimizer = keras.models.load_model(path).optimizer
+    model = keras.models.load_model(path)
+    optimizer = model.optimizer
     np.savez(path + ".npz", **{v.path: v.numpy() for v in optimizer.variables},
-             learning_rate=float(optimizer.learning_rate), class_name=type(optimizer).__name__)
+             learning_rate=float(optimizer.learning_rate), class_name=type(optimizer).__name__,
+             not_decayed=[v.path for v in model.trainable_variables
+                          if not optimizer._use_weight_decay(v)])
 """
 
 
@@ -321,15 +324,20 @@ def test_a_model_compiled_with_an_optimizer_of_bert_tf_loads_with_its_state(tmp_
         model.compile(optimizer=optimizer, loss=keras.losses.SparseCategoricalCrossentropy(
             from_logits=True))
         model.fit(inputs, np.array([0, 1]), epochs=3, verbose=0)
-        saved[str(tmp_path / f"{name}.keras")] = optimizer
+        saved[str(tmp_path / f"{name}.keras")] = optimizer, sorted(
+            v.path for v in model.trainable_variables if not optimizer._use_weight_decay(v))
         model.save(str(tmp_path / f"{name}.keras"))
     env = {**os.environ, "PYTHONPATH": REPO_ROOT, "TF_CPP_MIN_LOG_LEVEL": "3"}
     result = subprocess.run([sys.executable, "-c", LOAD_OPTIMIZER_STATE, *saved],
                             capture_output=True, text=True, timeout=300, env=env)
     assert result.returncode == 0, result.stderr[-3000:]
-    for path, optimizer in saved.items():
+    for path, (optimizer, not_decayed) in saved.items():
         loaded = dict(np.load(path + ".npz"))
         assert loaded.pop("class_name") == type(optimizer).__name__
+        # LayerNorm and the biases stay without weight decay (Keras' exclusions are not saved).
+        assert sorted(loaded.pop("not_decayed")) == not_decayed
+        assert any("layer_norm" in p for p in not_decayed) and any(
+            p.endswith("bias") for p in not_decayed)
         assert loaded.pop("learning_rate") == pytest.approx(float(optimizer.learning_rate))
         expected = {v.path: v.numpy() for v in optimizer.variables}
         assert set(loaded) == set(expected)
