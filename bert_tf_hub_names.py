@@ -10,10 +10,10 @@ of every file it wrote in the version (`INSTALL_RECORD`); a version that no long
 
 tensorflow_hub has no plugin entry point for resolvers, so installing bert_tf also installs
 `bert_tf_hub_names.pth` into site-packages, whose one line calls `install()` at interpreter
-start-up. That only puts a finder on `sys.meta_path`; when (if ever) the process imports
-`tensorflow_hub`, the finder lets the import run, then registers `ModelNameResolver`, which
-tensorflow_hub asks before its own resolvers. Start-up stays free (this module imports only the
-standard library), and resolving a name imports neither TensorFlow code of bert_tf nor Keras 3,
+start-up. That only puts a finder on `sys.meta_path` (`bert_tf_post_import`); when (if ever)
+the process imports `tensorflow_hub`, the finder lets the import run, then registers
+`ModelNameResolver`, which tensorflow_hub asks before its own resolvers. Start-up stays free
+(this module and that one import only the standard library), and resolving a name imports neither TensorFlow code of bert_tf nor Keras 3,
 so this module is kept apart from the `bert_tf` package, whose import loads both.
 
 Example (a fresh process; bert_tf is never imported):
@@ -23,7 +23,8 @@ Example (a fresh process; bert_tf is never imported):
 """
 
 import os
-import sys
+
+from bert_tf_post_import import call_after_import
 
 HUB_DIR_ENV = "BERT_TF_HUB_DIR"
 DEFAULT_HUB_DIR = os.path.join("~", ".cache", "bert_tf", "hub")
@@ -214,5 +215,4 @@ def register_resolver():
 def install():
     """Registers the resolver now if tensorflow_hub is imported already, else once it is (the
     `.pth` line's call; a second call only adds a registration that does nothing)."""
-    from bert_tf_post_import import call_after_import
     call_after_import(_HUB_MODULE, register_resolver)
