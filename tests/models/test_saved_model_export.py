@@ -70,3 +70,27 @@ def test_a_bfloat16_export_serves_no_xla_function(monkeypatch, tmp_path):
         for key in expected:
             # bfloat16 rounds the GELU's input where the export runs it inside its matmul.
             np.testing.assert_allclose(served[key], expected[key], atol=0.05)
+
+
+def test_a_users_model_around_a_bfloat16_encoder_serves_no_xla_function(monkeypatch, tmp_path):
+    # Keras' own export (a functional model of the user's), and tf.saved_model.save of a module:
+    # both trace again in the save context, where the layers keep their portable forms.
+    assume_amx_bfloat16(monkeypatch)
+    encoder = BertEncoder(TINY, dtype="mixed_bfloat16")
+    inputs = {key: keras.Input([None], dtype="int32", name=key) for key in INPUTS}
+    model = keras.Model(inputs, keras.layers.Dense(2)(encoder(inputs)["pooled_output"]))
+    model.export(str(tmp_path / "functional"), verbose=False)
+    assert xla_functions_served(str(tmp_path / "functional")) == []
+
+    module = tf.Module()
+    module.encoder = encoder
+    module.serve = tf.function(lambda ids: encoder(
+        {"input_word_ids": ids, "input_mask": tf.ones_like(ids),
+         "input_type_ids": tf.zeros_like(ids)})["pooled_output"],
+        input_signature=[tf.TensorSpec([None, None], tf.int32)])
+    module.serve(INPUTS["input_word_ids"])  # traced first outside saving, as a user would
+    tf.saved_model.save(module, str(tmp_path / "module"))
+    assert xla_functions_served(str(tmp_path / "module")) == []
+    loaded = tf.saved_model.load(str(tmp_path / "module"))  # kept: its variables
+    served = loaded.serve(INPUTS["input_word_ids"])
+    np.testing.assert_allclose(served, module.serve(INPUTS["input_word_ids"]), atol=0.05)
