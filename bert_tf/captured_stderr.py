@@ -26,9 +26,16 @@ class CapturedStderr:
         return self
 
     def __exit__(self, *exc_info):
-        sys.stderr.flush()
-        os.dup2(self.saved, 2)
-        os.close(self.saved)
-        self.file.seek(0)
-        self.text = self.file.read().decode("utf-8", "replace")
-        self.file.close()
+        try:
+            sys.stderr.flush()
+        except OSError:
+            # The temporary file cannot grow (a full disk, a file-size limit): what did not fit
+            # is lost, but descriptor 2 must come back, or the tool's error line would go to
+            # the file too and the console would show nothing.
+            pass
+        finally:
+            os.dup2(self.saved, 2)
+            os.close(self.saved)
+            self.file.seek(0)
+            self.text = self.file.read().decode("utf-8", "replace")
+            self.file.close()
