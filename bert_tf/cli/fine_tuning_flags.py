@@ -21,8 +21,7 @@ from absl import app, flags
 
 from bert_tf.cli import checkpoint_flags
 from bert_tf.cli.checkpoint_flags import define_checkpoint_flags
-from bert_tf.cli.path_checks import (input_file_problem, output_dir_problem,
-                                     unwritable_output_problem)
+from bert_tf.cli.path_checks import input_file_problem, run_output_dir_problem
 from bert_tf.cli.thread_pool_flags import define_thread_pool_flags, size_thread_pools_from_flags
 from bert_tf.file_io import file_kind
 from bert_tf.training.mixed_precision import MIXED_PRECISION
@@ -95,23 +94,17 @@ def check_flags(data_flags, data_files=None, tool_problems=(), outputs=()):
     e.g. `{"train": ["data_dir"], ...}`; `data_files` maps them to the flag of the file they read
     in --data_dir (`data_path`), which must exist: checked before minutes of model loading and
     training, not after. `outputs` are the names (shell patterns) of the files the tool writes
-    to --output_dir beside every run's (e.g. "predictions*.tsv"): --output_dir must hold none
-    of them unless it holds a run (`other_files_problem`), and the tool must be able to write
-    them (`unwritable_output_problem`). Then sizes TensorFlow's thread pools
+    to --output_dir beside every run's (e.g. "predictions*.tsv"), checked with the run's own
+    (`run_output_dir_problem`). Then sizes TensorFlow's thread pools
     (--tensorflow_intra_op_parallelism, --tensorflow_inter_op_parallelism), which must happen
     before its first op."""
-    from bert_tf.training.existing_run import WRITTEN_FILES, other_files_problem
-
     problems = list(tool_problems)
     if not (FLAGS.do_train or FLAGS.do_eval or FLAGS.do_predict):
         problems.append("nothing to do: give --do_train, --do_eval and/or --do_predict")
     if not FLAGS.output_dir:
         problems.append("--output_dir is required")
-    elif problem := (output_dir_problem("output_dir", FLAGS.output_dir)
-                     or _hugging_face_model_problem(FLAGS.output_dir)
-                     or other_files_problem(FLAGS.output_dir, outputs)
-                     or unwritable_output_problem("output_dir", FLAGS.output_dir,
-                                                  WRITTEN_FILES + tuple(outputs))):
+    elif problem := (_hugging_face_model_problem(FLAGS.output_dir)
+                     or run_output_dir_problem(FLAGS.output_dir, outputs)):
         problems.append(problem)
     init_checkpoint = init_checkpoint_from_flags()
     try:

@@ -44,6 +44,27 @@ def unwritable_output_problem(flag, path, names=()):
     return f"--{flag} {where} is not writable; make it writable or use another --{flag}"
 
 
+def run_output_dir_problem(path, outputs=()):
+    """What keeps a training run from writing --output_dir `path`; None if nothing does. Every
+    training tool asks it before anything is read or written: a file in the way
+    (`output_dir_problem`), files of the names a run writes but no run of this package they
+    belong to (`existing_run.other_files_problem`), a directory or file the run cannot write
+    (`unwritable_output_problem`). `outputs` are the tool's own files beside every run's
+    (shell patterns, e.g. "predictions*.tsv").
+
+    Example:
+        >>> run_output_dir_problem("notes", ["predictions*.tsv"])   # holds predictions.tsv
+        '--output_dir notes holds predictions.tsv but no run of bert_tf (no run.json), and this
+        run would overwrite it; use another --output_dir'
+    """
+    # Here, not at the top: existing_run loads TensorFlow, which a tool's --help does not need.
+    from bert_tf.training.existing_run import WRITTEN_FILES, other_files_problem
+
+    return (output_dir_problem("output_dir", path)
+            or other_files_problem(path, outputs)
+            or unwritable_output_problem("output_dir", path, WRITTEN_FILES + tuple(outputs)))
+
+
 def input_file_problem(flag, path):
     """What keeps `path`, the value of --`flag`, from being a file to read; None if nothing
     does.

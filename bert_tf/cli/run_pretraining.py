@@ -40,7 +40,8 @@ from absl import app, flags, logging
 
 from bert_tf.cli import tfds_flags
 from bert_tf.cli.app import run_tool
-from bert_tf.cli.path_checks import output_dir_problem, unwritable_output_problem
+from bert_tf.cli.path_checks import (output_dir_problem, run_output_dir_problem,
+                                     unwritable_output_problem)
 from bert_tf.training import tpu_host
 
 # Before the imports below load TensorFlow: tensorflow-tpu on a machine without TPU chips would
@@ -223,14 +224,9 @@ def _output_problems(job):
     write there, not after minutes of loading ("[Errno 20] Not a directory") or hours of
     training (a read-only file at the first save): a file in the way, files of the names a run
     writes in an --output_dir that holds no run, a directory or file it cannot write."""
-    from bert_tf.training.existing_run import WRITTEN_FILES, other_files_problem
-
-    problems = []
-    for flag, written in (("output_dir", WRITTEN_FILES), ("export_dir", ())):
-        path = getattr(job, flag)
-        problems.append(path and (output_dir_problem(flag, path)
-                                  or (flag == "output_dir" and other_files_problem(path))
-                                  or unwritable_output_problem(flag, path, written)))
+    problems = [job.output_dir and run_output_dir_problem(job.output_dir),
+                job.export_dir and (output_dir_problem("export_dir", job.export_dir)
+                                    or unwritable_output_problem("export_dir", job.export_dir))]
     return list(filter(None, problems))
 
 
@@ -337,16 +333,14 @@ def _check_token_ids(path, flag, lengths, config, config_file):
 
 
 def _training_dataset_fn(job, train_files, text_files, seq_length, predictions, vocab_size,
-                         read_lines=None):
+                         tokenizer=None, read_lines=None):
     """`(input_context, start_step) -> dataset` of the records (their token ids checked
-    against `vocab_size`) or, masked on the fly, the text (`read_lines`: how a text file is
-    read, see `dynamic_masking_dataset`)."""
+    against `vocab_size`) or, masked on the fly, the text (tokenized by `tokenizer`, a
+    `BertTokenizer`; `read_lines`: how a text file is read, see `dynamic_masking_dataset`)."""
     from bert_tf.data.pretraining.dynamic_masking_dataset import dynamic_masking_dataset
     from bert_tf.data.pretraining.records_dataset import training_dataset
-    from bert_tf.text.bert_tokenizer import BertTokenizer
 
     if text_files:
-        tokenizer = BertTokenizer(job.vocab_file, job.do_lower_case)
         return lambda context, start_step: dynamic_masking_dataset(
             text_files, job.train_batch_size, seq_length, predictions, context,
             seed=job.seed, start_step=start_step, tokenizer=tokenizer,
@@ -406,6 +400,7 @@ def main():
     eval_flag = "--eval_input_file" if job.eval_input_file else "--input_file"
     eval_files = (expand_input_files(job.eval_input_file or job.input_file, eval_flag)
                   if job.do_eval else [])
+    tokenizer = BertTokenizer(job.vocab_file, job.do_lower_case) if text_files else None
     if text_files:
         for name, value in _TEXT_INPUT_DEFAULTS.items():
             if getattr(job, name) is None:
@@ -414,8 +409,7 @@ def main():
         # Here, not when training starts: by then the run's files mark --output_dir as a run.
         dynamic_masking_dataset.check_arguments(
             text_files, seq_length, predictions, job.next_sentence_prediction,
-            tokenizer=BertTokenizer(job.vocab_file, job.do_lower_case),
-            read_lines=tfds_text.line_dataset if tfds_text else None)
+            tokenizer=tokenizer, read_lines=tfds_text.line_dataset if tfds_text else None)
     else:
         seq_length, predictions = _record_lengths(job, train_files or eval_files,
                                                   "--input_file" if train_files else eval_flag)
@@ -476,7 +470,7 @@ def main():
         with _naming_the_raw_text_flags(job, "--input_file", train_files), reading:
             trainer.train(
                 _training_dataset_fn(job, train_files, text_files, seq_length, predictions,
-                                     config.vocab_size,
+                                     config.vocab_size, tokenizer,
                                      tfds_text.line_dataset if tfds_text else None),
                 job.output_dir, steps_per_execution=job.steps_per_execution,
                 save_checkpoints_steps=job.save_checkpoints_steps,

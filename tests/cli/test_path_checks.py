@@ -4,7 +4,7 @@ refuse a file given for a directory, or a directory for a file, in those words."
 import tensorflow as tf
 
 from bert_tf.cli.path_checks import (file_problem, input_file_problem, output_dir_problem,
-                                     unwritable_output_problem)
+                                     run_output_dir_problem, unwritable_output_problem)
 from tests.read_only import read_only
 from tests.resources import REPO_ROOT
 from tests.tools.tool_runs import error_output, run_tool
@@ -36,6 +36,29 @@ def test_an_output_dir_and_the_files_written_again_there_must_be_writable(tmp_pa
             f"--export_dir {tmp_path} is not writable; make it writable or use another "
             f"--export_dir")
     assert unwritable_output_problem("output_dir", "gs://bucket/run", ["eval_results.json"]) is None
+
+
+def test_a_run_output_dir_is_checked_for_what_is_in_the_way_what_it_would_overwrite_and_writes(
+        tmp_path):
+    (tmp_path / "notes.txt").write_text("kept")
+    assert run_output_dir_problem(f"{tmp_path}/notes.txt/run") == (
+        f"--output_dir {tmp_path}/notes.txt/run: {tmp_path}/notes.txt is a file, not a directory")
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "predictions.tsv").write_text("kept")
+    assert run_output_dir_problem(str(tmp_path / "mine")) is None  # not a name this run writes
+    assert run_output_dir_problem(str(tmp_path / "mine"), ["predictions*.tsv"]) == (
+        f"--output_dir {tmp_path}/mine holds predictions.tsv but no run of bert_tf (no run.json), "
+        f"and this run would overwrite it; use another --output_dir")
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "run.json").write_text("{}")
+    (tmp_path / "run" / "eval_results.json").write_text("{}")
+    assert run_output_dir_problem(str(tmp_path / "run")) is None
+    with read_only(tmp_path / "run" / "eval_results.json"):  # every run's own file
+        assert run_output_dir_problem(str(tmp_path / "run")) == (
+            f"--output_dir {tmp_path}/run: {tmp_path}/run/eval_results.json is not writable; make "
+            f"it writable or use another --output_dir")
+    assert (tmp_path / "notes.txt").read_text() == "kept"
+    assert (tmp_path / "mine" / "predictions.tsv").read_text() == "kept"
 
 
 def test_an_input_file_must_be_an_existing_file(tmp_path):
