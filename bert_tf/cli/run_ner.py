@@ -69,6 +69,7 @@ def _labels(train_sentences, train_path, dataset_labels=None):
     """The label list: `dataset_labels` (a TFDS dataset's) or the training data's tags (saved
     to --output_dir once all the data is read), or the saved list."""
     from bert_tf.data.tasks import conll
+    from bert_tf.training.existing_run import check_same_task
 
     path = os.path.join(FLAGS.output_dir, LABEL_LIST_FILE)
     if train_sentences is not None:
@@ -79,6 +80,7 @@ def _labels(train_sentences, train_path, dataset_labels=None):
                 f"--output_dir) has {conll.read_label_list(path)}; use a new --output_dir")
         return labels
     if not os.path.exists(path):
+        check_same_task(FLAGS.output_dir, "run_ner")  # another task's run has no list either
         raise app.UsageError(f"--do_eval/--do_predict without --do_train needs {path}, written "
                              f"when the model was trained in --output_dir")
     return conll.read_label_list(path)

@@ -91,6 +91,27 @@ def check_existing_run(output_dir, config, vocab_file, tool, task=None):
         differences["model"].append(vocab_difference(vocab_path, vocab_file, VOCAB_FILE))
     if tf.io.gfile.exists(run_path):
         differences["task"].append(_task_difference(run_path, _run_record(tool, task)))
+    _refuse_differences(output_dir, differences)
+
+
+def check_same_task(output_dir, tool, task=None):
+    """Raises ValueError, as `check_existing_run` does, when `output_dir` holds a run of
+    another `tool` or `task` (its `run.json`): what a tool checks before it reads what its own
+    run would have left there, so that the user hears of the other task, not of a file of its
+    own missing.
+
+    Example:
+        >>> check_same_task("/tmp/sst2", "run_ner")
+        ValueError: --output_dir /tmp/sst2 holds a run of another task: trained by
+        run_classifier SST-2 (run.json), this run is run_ner; use a new --output_dir
+    """
+    run_path = os.path.join(output_dir, RUN_FILE)
+    if tf.io.gfile.exists(run_path):
+        _refuse_differences(output_dir, {"model": [], "task": [
+            _task_difference(run_path, _run_record(tool, task))]})
+
+
+def _refuse_differences(output_dir, differences):
     differences = {what: [found for found in listed if found]
                    for what, listed in differences.items()}
     if any(differences.values()):

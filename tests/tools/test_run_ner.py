@@ -215,6 +215,17 @@ def test_an_output_dir_of_its_outputs_but_no_run_is_refused_and_kept(data, tmp_p
     assert (mine / "eval_predictions.txt").read_text() == "my tagging"
 
 
+def test_predicting_into_another_tasks_run_names_that_task(data, tmp_path):
+    classifier_run = tmp_path / "sst2"
+    classifier_run.mkdir()
+    (classifier_run / "run.json").write_text('{"tool": "run_classifier", "task": "SST-2"}')
+    result = run_tool("run_ner.py", *base_flags(data, classifier_run, "--do_predict"))
+    assert error_output(result) == (
+        f"run_ner: error: --output_dir {classifier_run} holds a run of another task: trained by "
+        f"run_classifier SST-2 (run.json), this run is run_ner; use a new --output_dir")
+    assert os.listdir(classifier_run) == ["run.json"]
+
+
 def test_real_conll2003_from_minilm(tmp_path):
     """~50 training sentences of CoNLL-2003 from the real MiniLM weights (bfloat16, ~1 minute):
     the loss falls and entities start to be found (an untrained head finds ~none)."""
