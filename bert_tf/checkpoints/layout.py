@@ -125,6 +125,17 @@ def checkpoint_manager(checkpoint, directory, max_to_keep):
 _INTERRUPTED_SAVE = re.compile(re.escape(CHECKPOINT_NAME) + r"-\d+_temp")
 
 
+def is_interrupted_save(path):
+    """Whether `path` is the directory a save that never finished left (`ckpt-N_temp`), which
+    `checkpoint_manager` removes.
+
+    Example:
+        >>> is_interrupted_save("/tmp/sst2/ckpt-3_temp"), is_interrupted_save("/tmp/notes_temp")
+        (True, False)
+    """
+    return bool(_INTERRUPTED_SAVE.fullmatch(os.path.basename(path))) and os.path.isdir(path)
+
+
 def remove_interrupted_saves(directory):
     """Deletes the `ckpt-N_temp` directories of saves that never finished in `directory`;
     returns their paths. Only this package's checkpoint names are touched."""
@@ -133,7 +144,7 @@ def remove_interrupted_saves(directory):
     removed = []
     for name in sorted(os.listdir(directory)):
         path = os.path.join(directory, name)
-        if _INTERRUPTED_SAVE.fullmatch(name) and os.path.isdir(path):
+        if is_interrupted_save(path):
             shutil.rmtree(path, ignore_errors=True)
             removed.append(path)
     if removed:

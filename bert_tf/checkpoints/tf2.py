@@ -74,7 +74,8 @@ def check_new_output_dir(output_dir, vocab_file=None):
     """Raises FileExistsError naming what `output_dir` holds unless it is missing or empty, so
     that writing a checkpoint there overwrites nothing, and PermissionError when it cannot be
     written (a read-only file system...). `vocab_file` may be there when it is
-    `output_dir/vocab.txt` itself (it is kept as it is).
+    `output_dir/vocab.txt` itself (it is kept as it is), and so may what a killed save left
+    (`ckpt-N_temp/`, removed by the save).
 
     Example:
         >>> check_new_output_dir("mymodel")
@@ -90,9 +91,11 @@ def check_new_output_dir(output_dir, vocab_file=None):
     if not os.path.isdir(output_dir):
         return
     kept = os.path.join(output_dir, layout.VOCAB_FILE)
-    entries = sorted(name for name in os.listdir(output_dir) if not (
-        vocab_file and os.path.abspath(vocab_file) == os.path.abspath(kept)
-        and name == layout.VOCAB_FILE))
+    keeps_vocab = bool(vocab_file) and os.path.abspath(vocab_file) == os.path.abspath(kept)
+    # What a killed save left is nobody's data: the save removes it (`layout.checkpoint_manager`).
+    entries = sorted(name for name in os.listdir(output_dir)
+                     if not (keeps_vocab and name == layout.VOCAB_FILE)
+                     and not layout.is_interrupted_save(os.path.join(output_dir, name)))
     if entries:
         listed = ", ".join(entries[:5]) + (f" and {len(entries) - 5} more"
                                            if len(entries) > 5 else "")

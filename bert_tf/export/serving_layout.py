@@ -5,7 +5,9 @@ name is a positive integer as that version of the model. A version directory mus
 appear complete or not at all: `write_version` writes into a hidden temporary directory beside
 it (its name is not a number, so servers ignore it) and renames that into place;
 `write_versions` does so for several models that belong together (an encoder and its
-preprocessor), renaming none of them into place unless all were written.
+preprocessor), renaming none of them into place unless all were written. A staging directory
+is named after its writer's host and process, so that the next write into a local base path
+removes those of this host's writers that were killed (`remove_abandoned_staging`).
 
 Example:
     >>> write_version("/models/sst2", lambda path: export_something(path))   # first version
@@ -14,7 +16,11 @@ Example:
     '/models/sst2/1'
 """
 
+import logging
 import os
+import re
+import shutil
+import socket
 import uuid
 
 import tensorflow as tf
@@ -22,6 +28,8 @@ import tensorflow as tf
 from bert_tf_hub_names import saved_model_versions, version_numbers
 
 from bert_tf.file_io import rename_directory
+
+logger = logging.getLogger("bert_tf.export")
 
 # What a server running as another user needs to load a version: every directory listable
 # (rwxr-xr-x) and every file readable (rw-r--r--). TensorFlow creates them with the writer's
@@ -32,6 +40,51 @@ FILE_MODE = 0o644
 
 def _is_local(path):
     return "://" not in path  # gs://, s3://, ...: the store's own access control applies
+
+
+# `.{version}-incomplete-{host}-{pid}-{random}`: the owner's host name (letters, digits, '-'
+# and '.') comes before the two fields that hold no '-', so the last two '-' split it off.
+_STAGING = re.compile(r"\.\d+-incomplete-(?P<host>.+)-(?P<pid>\d+)-[0-9a-f]{12}")
+
+
+def _staging_name(version):
+    return f".{version}-incomplete-{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:12]}"
+
+
+def _process_exists(pid):
+    try:
+        os.kill(pid, 0)  # signal 0: only checks that the process exists
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # it exists, as another user's
+        pass
+    return True
+
+
+def remove_abandoned_staging(base_path):
+    """Deletes the staging directories in the local `base_path` whose writer, a process of this
+    host, no longer exists (killed, or its machine lost power); returns their paths. Left alone:
+    another host's (on a shared file system it may be writing now), a live writer's, those
+    named without a writer, and remote base paths.
+
+    Example:
+        >>> remove_abandoned_staging("/models/sst2")
+        ['/models/sst2/.4-incomplete-worker-3.example.com-81234-5f2a0b1c2d3e']
+    """
+    if not _is_local(base_path) or not os.path.isdir(base_path):
+        return []
+    host, removed = socket.gethostname(), []
+    for name in sorted(os.listdir(base_path)):
+        owner = _STAGING.fullmatch(name)
+        path = os.path.join(base_path, name)
+        if (owner and owner["host"] == host and not _process_exists(int(owner["pid"]))
+                and os.path.isdir(path)):
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(path)
+    if removed:
+        logger.warning("Removed %d model version(s) whose writing was interrupted earlier: %s",
+                       len(removed), ", ".join(removed))
+    return removed
 
 
 def make_world_readable(path):
@@ -88,7 +141,8 @@ def write_versions(writers, version=None):
     """Writes a new version of several models together, all or nothing, as `write_version`
     writes one: every SavedModel is written into its staging directory first, and only when
     all of them succeeded are they renamed into place. A failure leaves every base path as it
-    was (a base path this call created is removed again).
+    was (a base path this call created is removed again). What killed writers of this host left
+    in a local base path is removed first (`remove_abandoned_staging`).
 
     Args:
         writers: `{base_path: write_savedmodel}`.
@@ -111,6 +165,8 @@ def write_versions(writers, version=None):
         if tf.io.gfile.exists(final_dir):
             raise FileExistsError(f"{final_dir} already exists: version {version} of this "
                                   f"model is taken; choose another version or base path.")
+    for base_path in writers:
+        remove_abandoned_staging(base_path)
     created, staged, renamed = [], {}, []
     try:
         for base_path, write_savedmodel in writers.items():
@@ -119,8 +175,7 @@ def write_versions(writers, version=None):
                 created.append(base_path)
                 if _is_local(base_path):
                     os.chmod(base_path, DIRECTORY_MODE)
-            staged[base_path] = tf.io.gfile.join(
-                base_path, f".{version}-incomplete-{uuid.uuid4().hex[:12]}")
+            staged[base_path] = tf.io.gfile.join(base_path, _staging_name(version))
             tf.io.gfile.makedirs(staged[base_path])
             write_savedmodel(staged[base_path])
             make_world_readable(staged[base_path])

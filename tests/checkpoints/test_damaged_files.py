@@ -12,9 +12,10 @@ import tensorflow as tf
 from bert_tf.checkpoints import (DamagedCheckpointError, checkpoint_manager, load_model,
                                  read_config, read_weights, remove_interrupted_saves,
                                  training_checkpoint)
-from tests.checkpoints.test_checkpoints import (SMALL, google_arrays, random_encoder,
-                                                write_google_checkpoint, write_hf_directory)
-from tests.tools.tool_runs import run_tool
+from tests.checkpoints.test_checkpoints import (SMALL, assert_same_weights, google_arrays,
+                                                random_encoder, write_google_checkpoint,
+                                                write_hf_directory)
+from tests.tools.tool_runs import error_output, run_tool
 
 
 def one_line(error):
@@ -157,6 +158,33 @@ def test_interrupted_saves_are_removed_at_the_next_save(tmp_path):
     assert mine.exists() and os.path.exists(prefix + ".index")
     assert remove_interrupted_saves(str(tmp_path)) == []
     assert remove_interrupted_saves(str(tmp_path / "missing")) == []
+
+
+def test_a_conversion_goes_into_the_directory_a_killed_conversion_left(tmp_path):
+    encoder = random_encoder()
+    prefix = write_google_checkpoint(str(tmp_path / "google"), google_arrays(encoder))
+    output_dir = tmp_path / "killed"
+    temp = interrupted_save(str(output_dir), 1)
+    run = run_tool("convert_checkpoint.py", f"--checkpoint={prefix}",
+                   f"--output_dir={output_dir}")
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert f"Removed 1 checkpoint save(s) interrupted earlier: {temp}" in run.stderr
+    assert sorted(os.listdir(output_dir)) == [
+        "bert_config.json", "checkpoint", "ckpt-1.data-00000-of-00001", "ckpt-1.index",
+        "vocab.txt"]
+    assert_same_weights(load_model(str(output_dir)), encoder)
+
+    # Beside anything else it is still refused, and nothing is removed.
+    output_dir = tmp_path / "mine"
+    temp = interrupted_save(str(output_dir), 1)
+    (output_dir / "notes.txt").write_text("my notes\n")
+    run = run_tool("convert_checkpoint.py", f"--checkpoint={prefix}",
+                   f"--output_dir={output_dir}")
+    assert error_output(run) == (
+        f"convert_checkpoint: error: {output_dir} is not empty (notes.txt): write the "
+        f"checkpoint into a new or empty directory")
+    assert sorted(os.listdir(output_dir)) == ["ckpt-1_temp", "notes.txt"]
+    assert os.listdir(temp) == ["part-00000-of-00001.data-00000-of-00001"]
 
 
 def test_a_fine_tuning_job_clears_interrupted_saves_when_it_starts(tmp_path):

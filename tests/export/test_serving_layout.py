@@ -1,16 +1,25 @@
 """TF Serving's `<base>/<version>/` layout: numbering, atomic appearance, latest version, and
 modes a server running as another user can read."""
 
+import logging
 import os
+import shutil
+import signal
+import socket
 import stat
+import subprocess
+import sys
+import time
 
 import pytest
 
 from bert_tf import BertEncoder
 from bert_tf.export import (export_encoder, export_preprocessor, latest_version_dir,
                             write_version, write_versions)
+from bert_tf.export.serving_layout import _staging_name
 from bert_tf_hub_names import HUB_DIR_ENV, resolve_model_name, version_numbers
 from tests.export.tiny_models import tiny_config, write_vocab
+from tests.tools.tool_runs import tool_env
 
 
 def fake_savedmodel(path):
@@ -78,6 +87,62 @@ def test_models_written_together_appear_together_or_not_at_all(tmp_path):
     with pytest.raises(FileExistsError, match="version 5"):
         write_versions({fresh: fake_savedmodel, preprocess: fake_savedmodel}, version=5)
     assert not os.path.exists(fresh)
+
+
+# Writes version 1 under argv[1] as a process of host argv[2], and blocks inside the export.
+_BLOCKED_WRITER = """
+import os, socket, sys, time
+socket.gethostname = lambda: sys.argv[2]
+from bert_tf.export import write_version
+
+def write_and_block(path):
+    with open(os.path.join(path, "saved_model.pb"), "wb") as f:
+        f.write(b"pb")
+    time.sleep(600)
+
+write_version(sys.argv[1], write_and_block, version=1)
+"""
+
+
+def killed_writer_staging(base, host):
+    """The staging directory a writer on `host` leaves when SIGKILLed inside its export."""
+    writer = subprocess.Popen([sys.executable, "-c", _BLOCKED_WRITER, base, host],
+                              stderr=subprocess.PIPE, text=True, env=tool_env())
+    try:
+        deadline = time.monotonic() + 120
+        while not [name for name in (os.listdir(base) if os.path.isdir(base) else [])
+                   if os.path.exists(os.path.join(base, name, "saved_model.pb"))]:
+            assert writer.poll() is None, writer.stderr.read()
+            assert time.monotonic() < deadline, "the writer staged nothing within 120 s"
+            time.sleep(0.05)
+    finally:
+        writer.send_signal(signal.SIGKILL)
+        writer.wait(timeout=60)
+    (staging,) = os.listdir(base)
+    return os.path.join(base, staging)
+
+
+def test_a_killed_writers_staging_is_removed_by_the_next_write_on_its_host(
+        tmp_path, monkeypatch, caplog):
+    # A host name with '-', '.' and digits; another host's name is a prefix of it.
+    host, other_host = "gpu-12.rack-3", "gpu-12.rack"
+    base = str(tmp_path / "model")
+    dead = killed_writer_staging(base, host)
+    assert os.path.basename(dead).startswith(f".1-incomplete-{host}-")
+    # The same dead writer on another host (a shared file system): it may be alive there.
+    elsewhere = os.path.join(base, os.path.basename(dead).replace(host, other_host))
+    shutil.copytree(dead, elsewhere)
+    monkeypatch.setattr(socket, "gethostname", lambda: host)
+    live = os.path.join(base, _staging_name(1))          # this process's: it is writing
+    old_format = os.path.join(base, ".1-incomplete-5f2a0b1c2d3e")  # whose writer is unknown
+    for kept in (live, old_format):
+        os.mkdir(kept)
+    with caplog.at_level(logging.WARNING, logger="bert_tf.export"):
+        assert write_version(base, fake_savedmodel) == os.path.join(base, "1")
+    assert sorted(os.listdir(base)) == sorted(
+        ["1", os.path.basename(elsewhere), os.path.basename(live), os.path.basename(old_format)])
+    assert caplog.messages == [
+        f"Removed 1 model version(s) whose writing was interrupted earlier: {dead}"]
 
 
 def test_latest_version_ignores_incomplete_and_other_directories(tmp_path):
