@@ -51,12 +51,14 @@ class CorpusStatistics:
     Reading counts `files`, `bytes`, `lines` and `invalid_utf8_lines` (per file); turning
     documents into instances counts `documents` and `sentences` used, `lines_without_tokens`
     (nothing left after tokenization, e.g. only control characters), `empty_documents`
-    (documents with no token at all), `long_lines` (longer than a sequence, cut into pieces)
-    and `instances`. `merge` adds counts from another process.
+    (documents with no token at all), `long_lines` (longer than a sequence) with their
+    `long_line_pieces` and, when they are truncated rather than cut, their
+    `pieces_beyond_a_sequence`, and `instances`. `merge` adds counts from another process.
     """
 
     _COUNTS = ("files", "bytes", "lines", "documents", "sentences", "lines_without_tokens",
-               "empty_documents", "long_lines", "instances")
+               "empty_documents", "long_lines", "long_line_pieces", "pieces_beyond_a_sequence",
+               "instances")
 
     def __init__(self):
         for name in self._COUNTS:
@@ -103,7 +105,14 @@ class CorpusStatistics:
                          f"tokenization")
         if self.empty_documents:
             lines.append(f"  {self.empty_documents:,} documents skipped, no tokens")
-        if self.long_lines:
+        if self.long_lines and self.pieces_beyond_a_sequence:
+            lines.append(f"Truncated {self.long_lines:,} lines longer than a sequence, as the "
+                         f"original does: an instance keeps at most a sequence of such a line "
+                         f"({self.pieces_beyond_a_sequence:,} of their "
+                         f"{self.long_line_pieces:,} pieces do not fit); split such text into "
+                         f"sentences, one per line, or cut such lines into pieces of half a "
+                         f"sequence (create_pretraining_data --cut_long_lines).")
+        elif self.long_lines:
             lines.append(f"Cut {self.long_lines:,} lines longer than a sequence into pieces of "
                          f"half a sequence, paired as sentences: split such text into "
                          f"sentences, one per line, for pairs that break at sentence ends.")

@@ -14,8 +14,12 @@ where "another document" comes from: the original holds the whole corpus in memo
 `bert_tf.data.pretraining.corpus`), and random next sentences come from that chunk.
 
 A sentence longer than a sequence (a corpus of a paragraph, a web page or a book per line)
-would give one instance and lose the rest to truncation, as in the original, silently:
-`sentence_pieces` cuts it first into pieces of half a sequence, which pair as sentences do.
+gives instances that keep a sequence of it and lose the rest to truncation, as in the
+original; with `cut_long_sentences`, `sentence_pieces` cuts it first into pieces of half a
+sequence, which pair as sentences do, and nothing of it is lost. Truncation is the default:
+on one-sentence-per-line text the pieces of cut sentences, pairs that start and end
+mid-sentence, cost held-out accuracy (docs/PERFORMANCE.md, convergence: 1.5-2 points at the
+same step with short sequences).
 
 Example:
     >>> builder = PretrainingInstanceBuilder(MaskedLmVocab(tokenizer.vocab), max_seq_length=128,
@@ -56,11 +60,13 @@ class PretrainingInstanceBuilder:
         whole_word_mask: mask all the pieces of a word together.
         dupe_factor: how many times each document is turned into instances (with different
             masks and pairings).
+        cut_long_sentences: whether `sentence_pieces` cuts a sentence longer than a sequence
+            into pieces of half a sequence (else it stays whole and is truncated).
     """
 
     def __init__(self, vocab, max_seq_length=128, max_predictions_per_seq=20,
                  masked_lm_prob=MASKED_LM_PROB, short_seq_prob=0.1, whole_word_mask=False,
-                 dupe_factor=10):
+                 dupe_factor=10, cut_long_sentences=False):
         if max_seq_length < 5:
             raise ValueError(f"max_seq_length must be at least 5 ([CLS] A [SEP] B [SEP] with "
                              f"one piece in A and B), got {max_seq_length}.")
@@ -80,21 +86,27 @@ class PretrainingInstanceBuilder:
         self.short_seq_prob = short_seq_prob
         self.whole_word_mask = whole_word_mask
         self.dupe_factor = dupe_factor
+        self.cut_long_sentences = cut_long_sentences
+
+    def is_long(self, sentence):
+        """Whether `sentence` (a list of ids) is longer than a sequence holds
+        (`max_seq_length - 3` pieces)."""
+        return len(sentence) > self.max_seq_length - 3
 
     def sentence_pieces(self, sentence):
-        """`[sentence]` (a list of ids) when it fits in a sequence (`max_seq_length - 3`
-        pieces), else its consecutive pieces of half a sequence, which the algorithm then takes
+        """`[sentence]` (a list of ids) when it fits in a sequence or `cut_long_sentences` is
+        off, else its consecutive pieces of half a sequence, which the algorithm then takes
         for sentences: two of them fill a sequence exactly (cut at every multiple of half of
         `max_seq_length - 3`, rounded down: their lengths alternate when that is odd), so a
         pair of them is never truncated and nothing of the sentence is lost.
 
-        Example (max_seq_length 10, 7 pieces per sequence):
+        Example (max_seq_length 10, 7 pieces per sequence, `cut_long_sentences`):
             >>> builder.sentence_pieces(list(range(12)))
             [[0, 1, 2], [3, 4, 5, 6], [7, 8, 9], [10, 11]]
         """
-        max_num_tokens = self.max_seq_length - 3
-        if len(sentence) <= max_num_tokens:
+        if not (self.cut_long_sentences and self.is_long(sentence)):
             return [sentence]
+        max_num_tokens = self.max_seq_length - 3
         cuts = [k * max_num_tokens // 2 for k in range(2 * len(sentence) // max_num_tokens + 2)]
         return [sentence[start:end] for start, end in zip(cuts, cuts[1:])
                 if start < len(sentence)]
@@ -102,7 +114,7 @@ class PretrainingInstanceBuilder:
     def create_training_instances(self, documents, rng):
         """All instances of `documents` (lists of sentences, each a non-empty list of ids;
         no empty document), `dupe_factor` times, shuffled. A sentence longer than a sequence
-        is truncated, as in the original: cut it with `sentence_pieces` first.
+        is truncated, as in the original: to cut it, pass it through `sentence_pieces` first.
 
         The documents are shuffled first, as in the original; `documents` is not changed.
         """

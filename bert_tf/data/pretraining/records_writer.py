@@ -201,7 +201,7 @@ class _ChunkProcessor:
     def _tokenized(self, documents, statistics):
         """The documents as lists of sentences of ids, without lines or documents that have no
         tokens (the original drops both silently; here they are counted), lines longer than a
-        sequence cut into pieces (`sentence_pieces`; the original keeps a sequence of them)."""
+        sequence counted and, with `cut_long_sentences`, cut into pieces (`sentence_pieces`)."""
         lines = [line for document in documents for line in document]
         sentences = []
         for start in range(0, len(lines), _TOKENIZE_BATCH_LINES):
@@ -215,8 +215,13 @@ class _ChunkProcessor:
             position += len(document)
             statistics.lines_without_tokens += len(document) - len(kept)
             if kept:
+                long = [sentence for sentence in kept if self.builder.is_long(sentence)]
+                statistics.long_lines += len(long)
+                statistics.long_line_pieces += sum(map(len, long))
+                if not self.builder.cut_long_sentences:
+                    statistics.pieces_beyond_a_sequence += sum(
+                        len(sentence) - (self.builder.max_seq_length - 3) for sentence in long)
                 pieces = [self.builder.sentence_pieces(sentence) for sentence in kept]
-                statistics.long_lines += sum(len(cut) > 1 for cut in pieces)
                 tokenized.append([piece for cut in pieces for piece in cut])
                 statistics.documents += 1
                 statistics.sentences += len(kept)

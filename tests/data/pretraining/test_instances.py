@@ -105,11 +105,12 @@ def test_every_sentence_starts_in_a_or_follows_as_actual_next():
 
 def test_a_sentence_longer_than_a_sequence_is_cut_into_pieces_that_pair_whole():
     # Documents of one line each (a web page or a book per line): the original made one
-    # instance of each and truncated the rest away, silently.
+    # instance of each and truncated the rest away, as `builder` does by default.
     documents = [[word_ids(sentence) for sentence in document]
                  for document in numbered_documents([1, 1, 1], 40)]
-    instance_builder = builder(max_seq_length=16)                  # 13 pieces per pair
     sentence = documents[0][0]
+    assert builder(max_seq_length=16).sentence_pieces(sentence) == [sentence]
+    instance_builder = builder(max_seq_length=16, cut_long_sentences=True)  # 13 pieces a pair
     assert instance_builder.sentence_pieces(sentence[:13]) == [sentence[:13]]
     pieces = instance_builder.sentence_pieces(sentence)
     assert [len(piece) for piece in pieces] == [6, 7, 6, 7, 6, 7, 1]

@@ -133,18 +133,43 @@ def test_skipped_lines_and_empty_documents_are_counted(corpus, tmp_path):
                                 f"documents, {statistics.instances:,} instances (")
 
 
-def test_lines_longer_than_a_sequence_are_cut_not_truncated(corpus, tmp_path):
-    # A paragraph or a book per line: the original made one instance of each line and dropped
-    # the rest of it, silently. Here every word of it is in some instance, and the report
-    # says what was done. The 4-word line fits and stays whole.
+def long_lines_corpus(tmp_path):
+    """Three one-line documents of 45 words (a paragraph or a book per line; 21 pieces fit in
+    a sequence of 24) and one of 4 words, which fits."""
     documents = numbered_documents([1, 1, 1, 1], 45)
     documents[3] = [" ".join(documents[3][0].split()[:4])]
-    long_lines = write_corpus(tmp_path / "long.txt", documents)
-    paths, statistics = write(corpus, ["out.tfrecord"], inputs=[long_lines], dupe_factor=1)
-    assert (statistics.documents, statistics.sentences, statistics.long_lines) == (4, 4, 3)
-    seen = {t - FIRST_NUMBERED for record in parsed_records(paths)
+    return write_corpus(tmp_path / "long.txt", documents)
+
+
+def seen_words(paths):
+    return {t - FIRST_NUMBERED for record in parsed_records(paths)
             for t in unmasked_tokens(record) if t not in (CLS, SEP)}
-    assert seen == set(range(3 * 45 + 4))
+
+
+def test_lines_longer_than_a_sequence_are_truncated_as_in_the_original_and_counted(corpus,
+                                                                                     tmp_path):
+    paths, statistics = write(corpus, ["out.tfrecord"], inputs=[long_lines_corpus(tmp_path)],
+                              dupe_factor=1)
+    assert (statistics.documents, statistics.sentences, statistics.long_lines,
+            statistics.long_line_pieces, statistics.pieces_beyond_a_sequence) == (
+        4, 4, 3, 3 * 45, 3 * (45 - 21))
+    seen = seen_words(paths)
+    assert len(seen) < 3 * 45 + 4  # truncation drops words of the long lines...
+    assert set(range(3 * 45, 3 * 45 + 4)) <= seen  # ...not of the line that fits
+    assert statistics.report().splitlines()[-1] == (
+        "Truncated 3 lines longer than a sequence, as the original does: an instance keeps at "
+        "most a sequence of such a line (72 of their 135 pieces do not fit); split such text "
+        "into sentences, one per line, or cut such lines into pieces of half a sequence "
+        "(create_pretraining_data --cut_long_lines).")
+
+
+def test_lines_longer_than_a_sequence_are_cut_whole_into_pieces_on_request(corpus, tmp_path):
+    # Every word of a long line is then in some instance, and the report says what was done.
+    paths, statistics = write(corpus, ["out.tfrecord"], inputs=[long_lines_corpus(tmp_path)],
+                              dupe_factor=1, cut_long_sentences=True)
+    assert (statistics.documents, statistics.sentences, statistics.long_lines,
+            statistics.pieces_beyond_a_sequence) == (4, 4, 3, 0)
+    assert seen_words(paths) == set(range(3 * 45 + 4))
     assert statistics.report().splitlines()[-1] == (
         "Cut 3 lines longer than a sequence into pieces of half a sequence, paired as "
         "sentences: split such text into sentences, one per line, for pairs that break at "
