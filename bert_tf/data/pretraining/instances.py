@@ -88,10 +88,14 @@ class PretrainingInstanceBuilder:
         self.dupe_factor = dupe_factor
         self.cut_long_sentences = cut_long_sentences
 
+    @property
+    def max_num_tokens(self):
+        """The pieces of text a sequence holds: room is left for `[CLS]`, `[SEP]`, `[SEP]`."""
+        return self.max_seq_length - 3
+
     def is_long(self, sentence):
-        """Whether `sentence` (a list of ids) is longer than a sequence holds
-        (`max_seq_length - 3` pieces)."""
-        return len(sentence) > self.max_seq_length - 3
+        """Whether `sentence` (a list of ids) is longer than a sequence holds."""
+        return len(sentence) > self.max_num_tokens
 
     def sentence_pieces(self, sentence):
         """`[sentence]` (a list of ids) when it fits in a sequence or `cut_long_sentences` is
@@ -106,7 +110,7 @@ class PretrainingInstanceBuilder:
         """
         if not (self.cut_long_sentences and self.is_long(sentence)):
             return [sentence]
-        max_num_tokens = self.max_seq_length - 3
+        max_num_tokens = self.max_num_tokens
         cuts = [k * max_num_tokens // 2 for k in range(2 * len(sentence) // max_num_tokens + 2)]
         return [sentence[start:end] for start, end in zip(cuts, cuts[1:])
                 if start < len(sentence)]
@@ -133,8 +137,7 @@ class PretrainingInstanceBuilder:
         """The instances of `documents[document_index]` (Google's
         `create_instances_from_document`)."""
         document = documents[document_index]
-        # Room for [CLS], [SEP], [SEP].
-        max_num_tokens = self.max_seq_length - 3
+        max_num_tokens = self.max_num_tokens
         # Padding to max_seq_length anyway, short sequences waste computation, so usually the
         # sequence is filled. Sometimes (short_seq_prob) it is made shorter, so that the model
         # also sees the short inputs fine-tuning will give it. The target is only a rough goal;

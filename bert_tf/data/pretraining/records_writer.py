@@ -220,7 +220,7 @@ class _ChunkProcessor:
                 statistics.long_line_pieces += sum(map(len, long))
                 if not self.builder.cut_long_sentences:
                     statistics.pieces_beyond_a_sequence += sum(
-                        len(sentence) - (self.builder.max_seq_length - 3) for sentence in long)
+                        len(sentence) - self.builder.max_num_tokens for sentence in long)
                 pieces = [self.builder.sentence_pieces(sentence) for sentence in kept]
                 tokenized.append([piece for cut in pieces for piece in cut])
                 statistics.documents += 1
