@@ -134,6 +134,10 @@ def define_flags():
                       "with next-sentence labels (BERT); --nonext_sentence_prediction: one "
                       "segment per sequence (RoBERTa).")
     flags.DEFINE_bool("do_whole_word_mask", False, "With --input_text_file: mask whole words.")
+    flags.DEFINE_bool("cut_long_lines", False, "With raw text: cut a line longer than "
+                      "a segment (a paragraph or a book per line) into segments instead of "
+                      "truncating it as the original does (it then loses no text, but pairs "
+                      "break mid-sentence).")
     flags.DEFINE_bool("eval_every_checkpoint", False, "With --do_train and --do_eval: evaluate "
                       "after every checkpoint too (a held-out curve in eval/), not only at the "
                       "end.")
@@ -345,7 +349,7 @@ def _training_dataset_fn(job, train_files, text_files, seq_length, predictions, 
             text_files, job.train_batch_size, seq_length, predictions, context,
             seed=job.seed, start_step=start_step, tokenizer=tokenizer,
             next_sentence=job.next_sentence_prediction, whole_word_mask=job.do_whole_word_mask,
-            read_lines=read_lines)
+            read_lines=read_lines, cut_long_sentences=job.cut_long_lines)
     return lambda context, start_step: training_dataset(
         train_files, job.train_batch_size, seq_length, predictions, context, seed=job.seed,
         start_step=start_step, vocab_size=vocab_size)
@@ -409,7 +413,8 @@ def main():
         # Here, not when training starts: by then the run's files mark --output_dir as a run.
         dynamic_masking_dataset.check_arguments(
             text_files, seq_length, predictions, job.next_sentence_prediction,
-            tokenizer=tokenizer, read_lines=tfds_text.line_dataset if tfds_text else None)
+            tokenizer=tokenizer, read_lines=tfds_text.line_dataset if tfds_text else None,
+            cut_long_sentences=job.cut_long_lines)
     else:
         seq_length, predictions = _record_lengths(job, train_files or eval_files,
                                                   "--input_file" if train_files else eval_flag)

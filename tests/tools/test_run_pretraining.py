@@ -51,6 +51,8 @@ def data(tmp_path_factory):
 
 
 STEPS, WARMUP, CHECKPOINT_EVERY = 150, 10, 25
+# One document of one 40-word line: 7 segments when cut at --max_seq_length=16, one truncated.
+BOOK_ON_ONE_LINE = numbered_documents([1], 40)
 
 
 def training_flags(data, output_dir):
@@ -194,13 +196,21 @@ def test_evaluating_without_a_checkpoint_is_refused_before_writing(data, tmp_pat
     ("blank", "--max_seq_length=16",
      "{text}: no pre-training example can be made: no line has tokens (the files are empty or "
      "blank, or their text is not UTF-8)"),
+    ("book", "--max_seq_length=16",
+     "{text}: no pre-training example can be made: they hold a single document and it makes a "
+     "single segment (sentences are gathered up to 6 pieces): sentence pairs need a second "
+     "document (after a blank line) or a longer one, or no next-sentence prediction; a line "
+     "longer than 6 pieces is one segment, truncated (run_pretraining --cut_long_lines cuts it "
+     "into segments)"),
 ])
 def test_raw_text_that_cannot_train_is_refused_before_writing(data, tmp_path, text, flag,
                                                               message):
     corpus = tmp_path / "corpus.txt"
     write_corpus(corpus, numbered_documents([5] * 10, 4))
     (tmp_path / "blank.txt").write_text("\n \n")
-    text = {"corpus": corpus, "records": data["heldout"], "blank": tmp_path / "blank.txt"}[text]
+    write_corpus(tmp_path / "book.txt", BOOK_ON_ONE_LINE)
+    text = {"corpus": corpus, "records": data["heldout"], "blank": tmp_path / "blank.txt",
+            "book": tmp_path / "book.txt"}[text]
     config = tmp_path / "bert_config.json"
     config.write_text(json.dumps({**CONFIG, "vocab_size": len(VOCAB)}))
     output_dir = tmp_path / "new"
@@ -211,6 +221,20 @@ def test_raw_text_that_cannot_train_is_refused_before_writing(data, tmp_path, te
         f"run_pretraining: error: {message.format(text=text)}"]
     # Its run.json would have refused the directory to every other tool.
     assert not output_dir.exists()
+
+def test_a_book_on_one_line_trains_when_its_long_lines_are_cut(tmp_path):
+    write_corpus(tmp_path / "book.txt", BOOK_ON_ONE_LINE)
+    config = tmp_path / "bert_config.json"
+    config.write_text(json.dumps({**CONFIG, "vocab_size": len(VOCAB)}))
+    result = run_tool(TOOL, f"--bert_config_file={config}",
+                      f"--input_text_file={tmp_path / 'book.txt'}", "--cut_long_lines",
+                      f"--vocab_file={write_vocab(tmp_path)}", f"--output_dir={tmp_path / 'out'}",
+                      "--max_seq_length=16", "--max_predictions_per_seq=3",
+                      "--train_batch_size=4", "--num_train_steps=2", "--strategy=cpu",
+                      "--nojit_compile")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert latest_step(tmp_path / "out") == 2
+
 
 def _files(directory):
     return {name: open(os.path.join(directory, name), "rb").read()

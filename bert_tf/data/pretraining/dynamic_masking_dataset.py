@@ -11,9 +11,10 @@ Per file, in order: lines -> documents (a blank line or the end of the file ends
 that are not valid UTF-8 are skipped, as the offline tool does) -> word pieces
 (`BertTokenizer`, many lines per call) -> segments (consecutive sentences of one document,
 gathered up to a target length, so that text is cut at sentence boundaries; a sentence longer
-than the target, e.g. a paragraph or a book on one line, is cut into pieces of the target
-length, so that no text is lost to truncation) -> pairs of consecutive segments of a
-document. The files are then interleaved and the pairs shuffled.
+than the target is a segment of its own, which the packer truncates, as the original's
+`create_pretraining_data.py` truncates a line longer than a sequence; with
+`cut_long_sentences`, it is cut into segments of the target length instead, so that no text
+of a paragraph or book per line is lost) -> pairs of consecutive segments of a document. The files are then interleaved and the pairs shuffled.
 
 Next-sentence prediction, when on: each segment target is half a sequence; for half of the
 pairs (and for a document's last segment, which has no successor) B is replaced by the first
@@ -62,11 +63,11 @@ _plain = tf.autograph.experimental.do_not_convert
 
 
 def check_arguments(files, max_seq_length, max_predictions_per_seq, next_sentence=True, *,
-                    tokenizer=None, read_lines=None):
+                    tokenizer=None, read_lines=None, cut_long_sentences=False):
     """Raises the ValueError `dynamic_masking_dataset` would for these arguments (a tool calls
     it before it writes anything: its output directory would otherwise hold a run already).
-    With the `tokenizer` (and `read_lines`) of the dataset, that includes files from which no
-    example can be made: they are read up to the first example they make.
+    With the `tokenizer` (and `read_lines`, `cut_long_sentences`) of the dataset, that includes
+    files from which no example can be made: they are read up to the first example they make.
 
     Example:
         >>> check_arguments(["corpus.txt"], 128, 0)
@@ -85,16 +86,16 @@ def check_arguments(files, max_seq_length, max_predictions_per_seq, next_sentenc
     if tokenizer is not None:
         segment_length = _segment_length(max_seq_length, next_sentence)
         _check_examples_come(
-            _indexed_files(files).flat_map(
-                _file_units(tokenizer, segment_length, next_sentence, read_lines)),
-            file_names(files), next_sentence, segment_length)
+            _indexed_files(files).flat_map(_file_units(
+                tokenizer, max_seq_length, next_sentence, read_lines, cut_long_sentences)),
+            file_names(files), next_sentence, segment_length, cut_long_sentences)
 
 
 def dynamic_masking_dataset(files, global_batch_size, max_seq_length, max_predictions_per_seq,
                             input_context=None, seed=0, start_step=0, *, tokenizer,
                             next_sentence=True, masked_lm_prob=MASKED_LM_PROB,
                             whole_word_mask=False, shuffle_buffer=_SHUFFLE_BUFFER_PAIRS,
-                            read_lines=None):
+                            read_lines=None, cut_long_sentences=False):
     """An endless stream of per-replica pre-training batches made from text `files`.
 
     Files from which no example can be made (no line with tokens; with next-sentence
@@ -118,6 +119,11 @@ def dynamic_masking_dataset(files, global_batch_size, max_seq_length, max_predic
       read_lines: a file's lines as a dataset of strings, from its path (a string tensor);
         default `tf.data.TextLineDataset` (`bert_tf.data.tfds.pretraining_text` reads TFDS
         shards).
+      cut_long_sentences: cut a line longer than a segment's target into segments of that
+        length (nothing lost; pairs then break mid-sentence) instead of truncating it as its
+        own segment (the default, as the original: on the convergence bench's
+        one-sentence-per-line text the cut cost 2-5 points of held-out masked-LM accuracy at
+        the same step, see docs/PERFORMANCE.md). A corpus of a book per line needs it.
     """
     check_arguments(files, max_seq_length, max_predictions_per_seq, next_sentence)
     vocab = MaskedLmVocab(tokenizer.vocab)
@@ -132,7 +138,8 @@ def dynamic_masking_dataset(files, global_batch_size, max_seq_length, max_predic
     shard_files = len(files) >= num_pipelines
     if shard_files:
         indexed_files = indexed_files.shard(num_pipelines, pipeline_id)
-    units_of_file = _file_units(tokenizer, segment_length, next_sentence, read_lines)
+    units_of_file = _file_units(tokenizer, max_seq_length, next_sentence, read_lines,
+                                cut_long_sentences)
 
     # The files repeat forever: without this check, files that make no example would leave the
     # stream waiting for one forever. It reads this pipeline's share of the files (their first
@@ -142,7 +149,7 @@ def dynamic_masking_dataset(files, global_batch_size, max_seq_length, max_predic
         read_files += (f" (read by input pipeline {pipeline_id} of {num_pipelines} alone: "
                        f"each reads its own share of the {len(files)} files)")
     _check_examples_come(indexed_files.flat_map(units_of_file), read_files, next_sentence,
-                         segment_length)
+                         segment_length, cut_long_sentences)
     indexed_files = indexed_files.shuffle(len(files), seed=seed).repeat()
     units = indexed_files.interleave(
         units_of_file, cycle_length=min(len(files), _PARALLEL_FILES),
@@ -197,19 +204,25 @@ def _indexed_files(files):
         (tf.range(len(files), dtype=tf.int64), tf.constant(files)))
 
 
-def _file_units(tokenizer, segment_length, next_sentence, read_lines):
+def _file_units(tokenizer, max_seq_length, next_sentence, read_lines, cut_long_sentences):
     """`(file index, path) -> dataset` of the units of a file: pairs `(A, B, document key, has
     B)` with next-sentence prediction, segments `(ids, document key)` without."""
+    segment_length = _segment_length(max_seq_length, next_sentence)
+    # Truncated, a sentence keeps at most a sequence's room: the packer would drop the rest.
+    piece_length = segment_length if cut_long_sentences else max_seq_length - 2
+
     @_plain
     def units_of_file(file_index, path):
-        segments = _segments(_sentences(path, file_index, tokenizer, segment_length, read_lines),
-                             segment_length)
+        sentences = _sentences(path, file_index, tokenizer, piece_length, cut_long_sentences,
+                               read_lines)
+        segments = _segments(sentences, segment_length)
         return _pairs(segments) if next_sentence else segments
 
     return units_of_file
 
 
-def _check_examples_come(units, read_files, next_sentence, segment_length):
+def _check_examples_come(units, read_files, next_sentence, segment_length,
+                         cut_long_sentences):
     """Raises a ValueError naming `read_files` (the files, as a message names them) when a
     pass over their `units` (segments, or pairs `(A, B, document key, has B)`) makes no
     example. Reads as far as the first unit that makes one: a segment, a pair with its B, or a
@@ -229,13 +242,16 @@ def _check_examples_come(units, read_files, next_sentence, segment_length):
         why = (f"they hold a single document and it makes a single segment (sentences are "
                f"gathered up to {segment_length} pieces): sentence pairs need a second document "
                f"(after a blank line) or a longer one, or no next-sentence prediction")
+        if not cut_long_sentences:
+            why += (f"; a line longer than {segment_length} pieces is one segment, truncated "
+                    f"(run_pretraining --cut_long_lines cuts it into segments)")
     raise ValueError(f"{read_files}: no pre-training example can be made: {why}")
 
 
-def _sentences(path, file_index, tokenizer, max_length, read_lines=None):
+def _sentences(path, file_index, tokenizer, max_length, cut, read_lines=None):
     """`(document key, word-piece ids)` of the non-blank, valid-UTF-8 lines with tokens of a
     file, in order, each line longer than `max_length` pieces cut into pieces of that length
-    (`_cut_long_sentences`)."""
+    or truncated to it (`_sentence_pieces`)."""
     lines = read_lines(path) if read_lines else tf.data.TextLineDataset(path)
     lines = lines.filter(_plain(lambda line: tf.equal(
         tf.strings.unicode_transcode(line, "UTF-8", "UTF-8", errors="replace"), line)))
@@ -249,18 +265,21 @@ def _sentences(path, file_index, tokenizer, max_length, read_lines=None):
     lines = lines.scan(tf.constant(0, tf.int64), number_documents)
     lines = lines.filter(_plain(lambda document, line, blank: ~blank))
     sentences = lines.batch(_LINES_PER_TOKENIZER_CALL).map(_plain(
-        lambda documents, texts, _: _cut_long_sentences(
+        lambda documents, texts, _: _sentence_pieces(
             file_index * _DOCUMENTS_PER_FILE + documents, tokenizer.tokenize_to_pieces(texts),
-            max_length)))
+            max_length, cut)))
     # The map makes each unbatched row a dense tensor (tf.data keeps it a RaggedTensor else).
     return sentences.unbatch().map(_plain(lambda document, ids: (document, ids)))
 
 
-def _cut_long_sentences(documents, ids, max_length):
+def _sentence_pieces(documents, ids, max_length, cut):
     """`(documents, ids)` of a batch of sentences (`ids` ragged), each sentence longer than
     `max_length` pieces cut into consecutive pieces of `max_length` (the last one shorter),
-    with its document key repeated; sentences without pieces are dropped. A segment is then
-    never longer than its share of the sequence, which the packer would truncate."""
+    with its document key repeated, or, unless `cut`, truncated to its first piece; sentences
+    without pieces are dropped.
+
+    Example (`max_length` 2): ids `[[1, 2, 3], [], [4]]` -> `[[1, 2], [3], [4]]` cut,
+    `[[1, 2], [4]]` truncated."""
     lengths = ids.row_lengths()
     counts = (lengths + max_length - 1) // max_length
     rows = tf.repeat(tf.range(tf.size(counts, out_type=tf.int64)), counts)
@@ -268,8 +287,11 @@ def _cut_long_sentences(documents, ids, max_length):
         tf.cumsum(counts, exclusive=True), rows)
     piece_lengths = tf.minimum(tf.cast(max_length, tf.int64),
                                tf.gather(lengths, rows) - index_in_row * max_length)
-    return (tf.gather(documents, rows),
-            tf.RaggedTensor.from_row_lengths(ids.flat_values, piece_lengths))
+    pieces = tf.RaggedTensor.from_row_lengths(ids.flat_values, piece_lengths)
+    if not cut:
+        first = tf.equal(index_in_row, 0)
+        rows, pieces = tf.boolean_mask(rows, first), tf.ragged.boolean_mask(pieces, first)
+    return tf.gather(documents, rows), pieces
 
 
 def _with_end(dataset, *end):
