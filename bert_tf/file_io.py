@@ -267,6 +267,26 @@ def copy_file(source, target):
         writer.write(reader.read())
 
 
+def remove_leftover_directories(directory, is_leftover):
+    """Deletes the subdirectories of the local `directory` whose path `is_leftover` accepts
+    (what an interrupted writer left there and nothing will finish); returns their paths. A
+    missing `directory` has none.
+
+    Example:
+        >>> remove_leftover_directories("/runs/sst2", lambda path: path.endswith("_temp"))
+        ['/runs/sst2/ckpt-200_temp']
+    """
+    if not os.path.isdir(directory):
+        return []
+    removed = []
+    for name in sorted(os.listdir(directory)):
+        path = os.path.join(directory, name)
+        if os.path.isdir(path) and is_leftover(path):
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(path)
+    return removed
+
+
 def rename_directory(source, target):
     """Renames the directory `source` to `target` (which must not exist): in one step on a
     local disk; file by file on a remote filesystem, as gs:// itself does it (it has no

@@ -1,7 +1,8 @@
 """Which paths name one file (`file_keys`), which output files would destroy one
 (`output_file_problems`), what a path names (`file_kind`), which file keeps a directory
 from being made (`file_in_the_way`) or written (`unwritable_path`), local and remote, and
-files replaced whole or not at all (`replacing`)."""
+files replaced whole or not at all (`replacing`), and what interrupted writers left
+(`remove_leftover_directories`)."""
 
 import os
 import stat
@@ -10,7 +11,8 @@ import pytest
 import tensorflow as tf
 
 from bert_tf.file_io import (file_in_the_way, file_keys, file_kind, open_file,
-                             output_file_problems, replacing, unwritable_path)
+                             output_file_problems, remove_leftover_directories, replacing,
+                             unwritable_path)
 from tests.read_only import read_only
 
 
@@ -144,3 +146,13 @@ def test_a_file_written_with_open_file_is_whole_or_as_it_was(tmp_path):
     with pytest.raises(FileNotFoundError) as error:  # named as given, not as written
         open_file(str(tmp_path / "missing" / "vocab.txt"), "wb")
     assert error.value.filename == str(tmp_path / "missing" / "vocab.txt")
+
+
+def test_leftover_directories_are_removed_and_named(tmp_path):
+    for name in ("b_temp", "a_temp", "kept"):
+        (tmp_path / name / "inner").mkdir(parents=True)
+    (tmp_path / "file_temp").write_text("a file, not a directory a writer left")
+    removed = remove_leftover_directories(str(tmp_path), lambda path: path.endswith("_temp"))
+    assert removed == [str(tmp_path / "a_temp"), str(tmp_path / "b_temp")]
+    assert sorted(os.listdir(tmp_path)) == ["file_temp", "kept"]
+    assert remove_leftover_directories(str(tmp_path / "missing"), lambda path: True) == []

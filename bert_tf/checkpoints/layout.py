@@ -33,13 +33,13 @@ import functools
 import logging
 import os
 import re
-import shutil
 
 import tensorflow as tf
 
 from bert_tf.checkpoints import names as names_lib
 from bert_tf.checkpoints.damaged_files import open_tf_checkpoint
 from bert_tf.config import BertConfig
+from bert_tf.file_io import remove_leftover_directories
 from bert_tf.models.bert_encoder import BertEncoder
 from bert_tf.models.bert_task_model import BertTaskModel
 
@@ -139,14 +139,7 @@ def is_interrupted_save(path):
 def remove_interrupted_saves(directory):
     """Deletes the `ckpt-N_temp` directories of saves that never finished in `directory`;
     returns their paths. Only this package's checkpoint names are touched."""
-    if not os.path.isdir(directory):
-        return []
-    removed = []
-    for name in sorted(os.listdir(directory)):
-        path = os.path.join(directory, name)
-        if is_interrupted_save(path):
-            shutil.rmtree(path, ignore_errors=True)
-            removed.append(path)
+    removed = remove_leftover_directories(directory, is_interrupted_save)
     if removed:
         logger.warning("Removed %d checkpoint save(s) interrupted earlier: %s", len(removed),
                        ", ".join(removed))

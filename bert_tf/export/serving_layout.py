@@ -19,7 +19,6 @@ Example:
 import logging
 import os
 import re
-import shutil
 import socket
 import uuid
 
@@ -27,7 +26,7 @@ import tensorflow as tf
 
 from bert_tf_hub_names import saved_model_versions, version_numbers
 
-from bert_tf.file_io import rename_directory
+from bert_tf.file_io import remove_leftover_directories, rename_directory
 
 logger = logging.getLogger("bert_tf.export")
 
@@ -71,16 +70,15 @@ def remove_abandoned_staging(base_path):
         >>> remove_abandoned_staging("/models/sst2")
         ['/models/sst2/.4-incomplete-worker-3.example.com-81234-5f2a0b1c2d3e']
     """
-    if not _is_local(base_path) or not os.path.isdir(base_path):
+    if not _is_local(base_path):
         return []
-    host, removed = socket.gethostname(), []
-    for name in sorted(os.listdir(base_path)):
-        owner = _STAGING.fullmatch(name)
-        path = os.path.join(base_path, name)
-        if (owner and owner["host"] == host and not _process_exists(int(owner["pid"]))
-                and os.path.isdir(path)):
-            shutil.rmtree(path, ignore_errors=True)
-            removed.append(path)
+    host = socket.gethostname()
+
+    def abandoned(path):
+        owner = _STAGING.fullmatch(os.path.basename(path))
+        return bool(owner and owner["host"] == host and not _process_exists(int(owner["pid"])))
+
+    removed = remove_leftover_directories(base_path, abandoned)
     if removed:
         logger.warning("Removed %d model version(s) whose writing was interrupted earlier: %s",
                        len(removed), ", ".join(removed))

@@ -62,11 +62,16 @@ def _config_difference(path, config):
         f"{key} ({theirs[key]} there, {ours[key]} here)" for key in keys)
 
 
-def _task_difference(path, ours):
-    recorded = read_json_file(path)
+def _task_differences(output_dir, tool, task):
+    """`[difference]` between the run `output_dir`'s `run.json` records and this one (`tool`,
+    `task`), or `[]` when it records none or the same."""
+    run_path = os.path.join(output_dir, RUN_FILE)
+    if not tf.io.gfile.exists(run_path):
+        return []
+    recorded, ours = read_json_file(run_path), _run_record(tool, task)
     if recorded == ours:
-        return None
-    return f"trained by {_described(recorded)} ({RUN_FILE}), this run is {_described(ours)}"
+        return []
+    return [f"trained by {_described(recorded)} ({RUN_FILE}), this run is {_described(ours)}"]
 
 
 def check_existing_run(output_dir, config, vocab_file, tool, task=None):
@@ -81,16 +86,14 @@ def check_existing_run(output_dir, config, vocab_file, tool, task=None):
         ValueError: --output_dir /tmp/pre holds a run of another model: bert_config.json
         differs in hidden_size (128 there, 256 here), ...; use a new --output_dir
     """
-    config_path, vocab_path, run_path = (os.path.join(output_dir, name)
-                                         for name in (CONFIG_FILE, VOCAB_FILE, RUN_FILE))
-    differences = {"model": [], "task": []}
+    config_path, vocab_path = (os.path.join(output_dir, name)
+                               for name in (CONFIG_FILE, VOCAB_FILE))
+    differences = {"model": [], "task": _task_differences(output_dir, tool, task)}
     if tf.io.gfile.exists(config_path):
         differences["model"].append(_config_difference(config_path, config))
     if (vocab_file and os.path.abspath(vocab_file) != os.path.abspath(vocab_path)
             and tf.io.gfile.exists(vocab_path)):
         differences["model"].append(vocab_difference(vocab_path, vocab_file, VOCAB_FILE))
-    if tf.io.gfile.exists(run_path):
-        differences["task"].append(_task_difference(run_path, _run_record(tool, task)))
     _refuse_differences(output_dir, differences)
 
 
@@ -105,10 +108,8 @@ def check_same_task(output_dir, tool, task=None):
         ValueError: --output_dir /tmp/sst2 holds a run of another task: trained by
         run_classifier SST-2 (run.json), this run is run_ner; use a new --output_dir
     """
-    run_path = os.path.join(output_dir, RUN_FILE)
-    if tf.io.gfile.exists(run_path):
-        _refuse_differences(output_dir, {"model": [], "task": [
-            _task_difference(run_path, _run_record(tool, task))]})
+    _refuse_differences(output_dir, {"model": [], "task": _task_differences(output_dir, tool,
+                                                                            task)})
 
 
 def _refuse_differences(output_dir, differences):
