@@ -14,7 +14,8 @@ gathered up to a target length, so that text is cut at sentence boundaries; a se
 than the target is a segment of its own, which the packer truncates, as the original's
 `create_pretraining_data.py` truncates a line longer than a sequence; with
 `cut_long_sentences`, it is cut into segments of the target length instead, so that no text
-of a paragraph or book per line is lost) -> pairs of consecutive segments of a document. The files are then interleaved and the pairs shuffled.
+of a paragraph or book per line is lost) -> pairs of consecutive segments of a document. The
+files are then interleaved and the pairs shuffled.
 
 Next-sentence prediction, when on: each segment target is half a sequence; for half of the
 pairs (and for a document's last segment, which has no successor) B is replaced by the first
