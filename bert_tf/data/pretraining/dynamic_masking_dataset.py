@@ -282,17 +282,17 @@ def _sentence_pieces(documents, ids, max_length, cut):
     Example (`max_length` 2): ids `[[1, 2, 3], [], [4]]` -> `[[1, 2], [3], [4]]` cut,
     `[[1, 2], [4]]` truncated."""
     lengths = ids.row_lengths()
+    if not cut:
+        kept = lengths > 0
+        return tf.boolean_mask(documents, kept), tf.ragged.boolean_mask(ids[:, :max_length], kept)
     counts = (lengths + max_length - 1) // max_length
     rows = tf.repeat(tf.range(tf.size(counts, out_type=tf.int64)), counts)
     index_in_row = tf.range(tf.size(rows, out_type=tf.int64)) - tf.gather(
         tf.cumsum(counts, exclusive=True), rows)
     piece_lengths = tf.minimum(tf.cast(max_length, tf.int64),
                                tf.gather(lengths, rows) - index_in_row * max_length)
-    pieces = tf.RaggedTensor.from_row_lengths(ids.flat_values, piece_lengths)
-    if not cut:
-        first = tf.equal(index_in_row, 0)
-        rows, pieces = tf.boolean_mask(rows, first), tf.ragged.boolean_mask(pieces, first)
-    return tf.gather(documents, rows), pieces
+    return (tf.gather(documents, rows),
+            tf.RaggedTensor.from_row_lengths(ids.flat_values, piece_lengths))
 
 
 def _with_end(dataset, *end):
