@@ -222,6 +222,7 @@ def test_raw_text_that_cannot_train_is_refused_before_writing(data, tmp_path, te
     # Its run.json would have refused the directory to every other tool.
     assert not output_dir.exists()
 
+
 def test_a_book_on_one_line_trains_when_its_long_lines_are_cut(tmp_path):
     write_corpus(tmp_path / "book.txt", BOOK_ON_ONE_LINE)
     config = tmp_path / "bert_config.json"
