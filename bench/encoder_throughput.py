@@ -86,6 +86,15 @@ def matmul_dtype(dtype):
     return "float32" if dtype == "float32" else "bfloat16"
 
 
+def apply_thread_flags():
+    """Sets this process's thread pools from --intra_op_threads and --inter_op_threads (0 keeps
+    TensorFlow's default); call before TensorFlow runs anything."""
+    if FLAGS.intra_op_threads:
+        tf.config.threading.set_intra_op_parallelism_threads(FLAGS.intra_op_threads)
+    if FLAGS.inter_op_threads:
+        tf.config.threading.set_inter_op_parallelism_threads(FLAGS.inter_op_threads)
+
+
 def min_cosine(a, b):
     """The smallest per-row cosine similarity of two [batch, hidden] arrays."""
     a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
@@ -142,10 +151,7 @@ def run_benchmark():
     unknown = set(FLAGS.dtypes) - set(DTYPES)
     if unknown:
         raise app.UsageError(f"--dtypes: unknown {sorted(unknown)}; known: {list(DTYPES)}")
-    if FLAGS.intra_op_threads:
-        tf.config.threading.set_intra_op_parallelism_threads(FLAGS.intra_op_threads)
-    if FLAGS.inter_op_threads:
-        tf.config.threading.set_inter_op_parallelism_threads(FLAGS.inter_op_threads)
+    apply_thread_flags()
 
     notes, runners = [], {}
     for system in FLAGS.systems:
