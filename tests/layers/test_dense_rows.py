@@ -13,7 +13,7 @@ from tests.optimized_graph import optimized_op_types
 def _dense(units_in, units, dtype):
     layer = keras.layers.Dense(units, dtype=dtype)
     layer.build((None, units_in))
-    layer.bias.assign(tf.random.normal([units], seed=1))
+    layer.bias.assign(tf.random.stateless_normal([units], seed=[1, 0]))
     return layer
 
 
@@ -29,7 +29,7 @@ def amx_form(request, monkeypatch):
 @pytest.mark.parametrize("dtype", ["float32", "mixed_bfloat16"])
 def test_equals_the_keras_layer_with_its_gradients(amx_form, dtype):
     layer = _dense(24, 40, dtype)
-    rows = tf.random.normal([7, 24], seed=2)
+    rows = tf.random.stateless_normal([7, 24], seed=[2, 0])
 
     def outputs_and_gradients(apply):
         with tf.GradientTape() as tape:
@@ -51,7 +51,7 @@ def test_equals_the_keras_layer_with_its_gradients(amx_form, dtype):
 
 def test_activation_is_applied_and_bias_may_be_left_out(amx_form):
     layer = _dense(8, 4, "mixed_bfloat16")
-    rows = tf.cast(tf.random.normal([3, 8], seed=3), tf.bfloat16)
+    rows = tf.cast(tf.random.stateless_normal([3, 8], seed=[3, 0]), tf.bfloat16)
     expected = tf.nn.relu(layer(rows)).numpy().astype(np.float32)
     for training in (False, True):
         np.testing.assert_allclose(
@@ -65,10 +65,10 @@ def test_activation_is_applied_and_bias_may_be_left_out(amx_form):
 def test_scale_multiplies_the_output_and_its_gradients(amx_form, dtype):
     # `(rows @ kernel + bias) * scale`: in the AMX form the scale is the epilogue's multiply
     # (what the attention's query uses); the gradients follow it in training.
-    rows = tf.cast(tf.random.normal([6, 16], seed=4), dtype)
-    kernel = tf.cast(tf.random.normal([16, 8], seed=5), dtype)
-    bias = tf.cast(tf.random.normal([8], seed=6), dtype)
-    upstream = tf.cast(tf.random.normal([6, 8], seed=7), dtype)
+    rows = tf.cast(tf.random.stateless_normal([6, 16], seed=[4, 0]), dtype)
+    kernel = tf.cast(tf.random.stateless_normal([16, 8], seed=[5, 0]), dtype)
+    bias = tf.cast(tf.random.stateless_normal([8], seed=[6, 0]), dtype)
+    upstream = tf.cast(tf.random.stateless_normal([6, 8], seed=[7, 0]), dtype)
 
     def outputs_and_gradients(apply):
         with tf.GradientTape() as tape:
@@ -145,8 +145,8 @@ def test_bfloat16_training_sums_the_bias_gradient_in_float32(amx_form):
     # BiasAdd's own gradient (`BiasAddGrad`) sums bfloat16 in bfloat16: over 2048 rows its
     # column sums drift far beyond bfloat16's rounding of the float32 sum.
     layer = _dense(32, 64, "mixed_bfloat16")
-    rows = tf.cast(tf.random.normal([2048, 32], seed=5), tf.bfloat16)
-    upstream = tf.cast(tf.random.normal([2048, 64], seed=6), tf.bfloat16)
+    rows = tf.cast(tf.random.stateless_normal([2048, 32], seed=[5, 0]), tf.bfloat16)
+    upstream = tf.cast(tf.random.stateless_normal([2048, 64], seed=[6, 0]), tf.bfloat16)
     with tf.GradientTape() as tape:
         outputs = dense_rows(layer, rows, training=True)
         objective = tf.reduce_sum(tf.cast(outputs * upstream, tf.float32))

@@ -37,7 +37,7 @@ def test_attention_moves_heads_by_gathers_on_few_rows_in_inference(batch, gather
     # the context moves back by a transpose. Training keeps the transposes either way.
     layer = BertSelfAttention(hidden_size=12, num_heads=3)
     layer.build((None, None, 12))
-    x = tf.random.normal([batch, 5, 12], seed=1)
+    x = tf.random.stateless_normal([batch, 5, 12], seed=[1, 0])
     mask = tf.ones([batch, 5], tf.int32)
     ops = optimized_op_types(lambda x: layer(x, mask), x)
     if gathers:

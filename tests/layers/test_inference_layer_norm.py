@@ -36,7 +36,7 @@ def test_equals_keras_layer_normalization(shape, scale):
 
 def test_a_larger_epsilon_is_used_too():
     norm = _layer_norm(16, epsilon=0.5)
-    x = tf.random.normal([4096, 16], seed=2)
+    x = tf.random.stateless_normal([4096, 16], seed=[2, 0])
     np.testing.assert_allclose(inference_layer_norm(x, norm), norm(x), rtol=1e-5, atol=1e-5)
 
 

@@ -37,7 +37,7 @@ def test_transformer_block_first_token_output_is_the_first_row(training):
     # The first row comes from its own one-row query (so that fetching only it prunes the
     # other rows' work); without dropout it equals the full output's first row.
     block = BertTransformerBlock(hidden_size=8, num_heads=2, intermediate_size=16)
-    x = tf.random.normal([3, 5, 8], seed=4)
+    x = tf.random.stateless_normal([3, 5, 8], seed=[4, 0])
     mask = tf.constant([[1] * 5, [1, 1, 1, 0, 0], [1, 0, 0, 0, 0]])
     output, first = block(x, mask, training=training, with_first_token=True)
     assert first.shape == (3, 8)
@@ -75,7 +75,7 @@ def test_transformer_block_keeps_the_residual_stream_in_float32(dtype, training)
                 weight.assign(tf.zeros_like(weight))
         return block
 
-    x = tf.random.normal([2, 5, 8], seed=7) + 3.0  # off bfloat16's grid
+    x = tf.random.stateless_normal([2, 5, 8], seed=[7, 0]) + 3.0  # off bfloat16's grid
     mask = tf.ones([2, 5], tf.int32)
     block = block_with_zero_branches(dtype)
     output = block(x, mask, training=training)
@@ -99,7 +99,7 @@ def test_fetching_only_the_first_token_needs_no_other_rows_feed_forward(training
     # the row has its own dropout masks instead of being the full output's first row).
     block = BertTransformerBlock(hidden_size=8, num_heads=2, intermediate_size=16,
                                  hidden_dropout_rate=0.1, attention_dropout_rate=0.1)
-    x = tf.random.normal([3, 5, 8], seed=4)
+    x = tf.random.stateless_normal([3, 5, 8], seed=[4, 0])
     mask = tf.ones([3, 5], tf.int32)
     block(x, mask)
 
@@ -141,9 +141,9 @@ def _textbook_attention(layer, x, mask):
 @pytest.mark.parametrize("jit_compile", [False, True])
 def test_attention_and_its_gradients_equal_the_textbook_formulation(jit_compile):
     layer = BertSelfAttention(hidden_size=12, num_heads=3)
-    x = tf.random.normal([2, 5, 12], seed=1)
+    x = tf.random.stateless_normal([2, 5, 12], seed=[1, 0])
     mask = tf.constant([[1] * 5, [1, 1, 1, 0, 0]])
-    weights = tf.random.normal([2, 5, 12], seed=2)
+    weights = tf.random.stateless_normal([2, 5, 12], seed=[2, 0])
     layer(x, mask)
 
     @tf.function(jit_compile=jit_compile)
@@ -174,8 +174,8 @@ def test_attention_projection_layouts_agree(batch, dynamic_shapes, training):
     layer = BertSelfAttention(hidden_size=12, num_heads=3)
     layer.build((None, None, 12))
     for i, dense in enumerate((layer.query, layer.key, layer.value)):
-        dense.bias.assign(tf.random.normal([12], seed=10 + i))
-    x = tf.random.normal([batch, 5, 12], seed=3)
+        dense.bias.assign(tf.random.stateless_normal([12], seed=[10 + i, 0]))
+    x = tf.random.stateless_normal([batch, 5, 12], seed=[3, 0])
     mask = tf.constant([[1, 1, 1, 0, 0]] * batch)
     signature = ([tf.TensorSpec([None, None, 12]), tf.TensorSpec([None, None], tf.int32)]
                  if dynamic_shapes else None)
