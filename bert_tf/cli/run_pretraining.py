@@ -376,7 +376,7 @@ def main():
     from bert_tf.checkpoints import restore_weights
     from bert_tf.config import BertConfig
     from bert_tf.data.pretraining import dynamic_masking_dataset
-    from bert_tf.data.pretraining.corpus import expand_text_files
+    from bert_tf.data.pretraining.corpus import expand_text_files, invalid_utf8_at_start
     from bert_tf.data.pretraining.records_dataset import (expand_input_files,
                                                           naming_bad_input_files,
                                                           record_lengths)
@@ -415,6 +415,11 @@ def main():
             text_files, seq_length, predictions, job.next_sentence_prediction,
             tokenizer=tokenizer, read_lines=tfds_text.line_dataset if tfds_text else None,
             cut_long_sentences=job.cut_long_lines)
+        # TFDS text is Unicode already; files are read as they train, their skipped lines
+        # not counted (as create_pretraining_data does): their start says it in advance.
+        invalid_utf8 = None if tfds_text else invalid_utf8_at_start(text_files)
+        if invalid_utf8:
+            logging.warning("--input_text_file: %s", invalid_utf8)
     else:
         seq_length, predictions = _record_lengths(job, train_files or eval_files,
                                                   "--input_file" if train_files else eval_flag)

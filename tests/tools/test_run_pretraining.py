@@ -237,6 +237,27 @@ def test_a_book_on_one_line_trains_when_its_long_lines_are_cut(tmp_path):
     assert latest_step(tmp_path / "out") == 2
 
 
+def test_text_that_is_not_utf8_is_warned_of_before_training(tmp_path):
+    corpus = write_corpus(tmp_path / "corpus.txt", numbered_documents([5] * 10, 4))
+    latin1 = tmp_path / "latin1.txt"
+    latin1.write_bytes("the cat sat on the mat .\ncaf\xe9 .\n\nthe cat .\nna\xefve .\n"
+                       .encode("latin-1"))
+    config = tmp_path / "bert_config.json"
+    config.write_text(json.dumps({**CONFIG, "vocab_size": len(VOCAB)}))
+    result = run_tool(TOOL, f"--bert_config_file={config}",
+                      f"--input_text_file={corpus},{latin1}",
+                      f"--vocab_file={write_vocab(tmp_path)}", f"--output_dir={tmp_path / 'out'}",
+                      "--max_seq_length=16", "--max_predictions_per_seq=3",
+                      "--train_batch_size=4", "--num_train_steps=1", "--strategy=cpu",
+                      "--nojit_compile")
+    assert result.returncode == 0, result.stderr[-3000:]
+    warnings = [line for line in result.stderr.splitlines() if "UTF-8" in line]
+    assert len(warnings) == 1 and warnings[0].endswith(
+        f"--input_text_file: lines that are not valid UTF-8 are skipped: {latin1}: 2 of 5 "
+        f"lines read; convert the text to UTF-8 (e.g. iconv -f latin1 -t utf-8)")
+    assert latest_step(tmp_path / "out") == 1
+
+
 def _files(directory):
     return {name: open(os.path.join(directory, name), "rb").read()
             for name in os.listdir(directory) if os.path.isfile(os.path.join(directory, name))}

@@ -43,6 +43,12 @@ _GZIP_WBITS = 31
 # The byte order marks of UTF-16, little and big endian (UTF-32's start with them too); UTF-8
 # text never starts with these bytes.
 _UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
+_CONVERT_TO_UTF8 = "convert the text to UTF-8 (e.g. iconv -f latin1 -t utf-8)"
+# What `invalid_utf8_at_start` reads: the first MB of each of the first 16 files (at most 16
+# MB, seconds from a bucket). A file in another encoding (latin-1, cp1252) shows it in its
+# first lines: any accented letter is a byte that is not UTF-8.
+_SAMPLED_BYTES = 1 << 20
+_SAMPLED_FILES = 16
 
 
 class CorpusStatistics:
@@ -89,8 +95,7 @@ class CorpusStatistics:
             utf-8)'
         """
         invalid = sum(self.invalid_utf8_lines.values())
-        return (f"; {invalid:,} lines are not valid UTF-8: convert the text to UTF-8 (e.g. "
-                f"iconv -f latin1 -t utf-8)" if invalid else "")
+        return f"; {invalid:,} lines are not valid UTF-8: {_CONVERT_TO_UTF8}" if invalid else ""
 
     def report(self):
         """A human-readable summary, naming each file that had invalid UTF-8."""
@@ -146,15 +151,15 @@ def read_document_chunks(files, max_chunk_bytes, statistics, read_lines=None):
         yield chunk
 
 
-def file_names(files, shown=3):
-    """`files` named in a message, the first `shown` of them.
+def file_names(files, shown=3, separator=", "):
+    """`files` named in a message, the first `shown` of them, between `separator`s.
 
     Example:
         >>> file_names(["a.txt", "b.txt", "c.txt", "d.txt", "e.txt"])
         'a.txt, b.txt, c.txt and 2 more files'
     """
     more = len(files) - shown
-    return ", ".join(files[:shown]) + (f" and {more} more files" if more > 0 else "")
+    return separator.join(files[:shown]) + (f" and {more} more files" if more > 0 else "")
 
 
 def input_bytes(files):
@@ -222,6 +227,46 @@ def utf8_lines(path, statistics):
                 yield line, len(raw_line)
     except (OSError, tf.errors.OpError) as error:
         raise InputFileError(_unreadable(path, error)) from error
+
+
+def invalid_utf8_at_start(files, sampled_bytes=_SAMPLED_BYTES, sampled_files=_SAMPLED_FILES):
+    """A message naming the files, of the first `sampled_files` of `files`, whose first
+    `sampled_bytes` hold lines that are not valid UTF-8, with their counts; None when none do.
+    For readers that skip such lines as they stream the text (`dynamic_masking_dataset`) and
+    so cannot count them as `utf8_lines` does: read before a job starts, it says that a file
+    is in another encoding before hours of training skip its lines. Files that cannot be read
+    are left to the reader to name.
+
+    Example:
+        >>> invalid_utf8_at_start(["fr.txt", "en.txt"])
+        'lines that are not valid UTF-8 are skipped: fr.txt: 312 of 4,210 lines read;
+        convert the text to UTF-8 (e.g. iconv -f latin1 -t utf-8)'
+    """
+    found = []
+    for path in files[:sampled_files]:
+        try:
+            with tf.io.gfile.GFile(path, "rb") as reader:
+                start = reader.read(sampled_bytes)
+        except (OSError, tf.errors.OpError):
+            continue
+        lines = start.split(b"\n")
+        if lines[-1] == b"" or len(start) == sampled_bytes:
+            lines.pop()  # what follows the last line break: nothing, or a line the read may cut
+        invalid = sum(1 for line in lines if not _is_utf8(line))
+        if invalid:
+            found.append(f"{path}: {invalid:,} of {len(lines):,} lines read")
+    if not found:
+        return None
+    return (f"lines that are not valid UTF-8 are skipped: {file_names(found, separator='; ')}; "
+            f"{_CONVERT_TO_UTF8}")
+
+
+def _is_utf8(raw_line):
+    try:
+        raw_line.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def _unreadable(path, error):

@@ -8,7 +8,8 @@ inside the `tf.data` pipeline, so every epoch sees the corpus with fresh masks (
 takes either.
 
 Per file, in order: lines -> documents (a blank line or the end of the file ends one; lines
-that are not valid UTF-8 are skipped, as the offline tool does) -> word pieces
+that are not valid UTF-8 are skipped, as the offline tool does, but uncounted: run_pretraining
+warns of those at the files' start, `corpus.invalid_utf8_at_start`) -> word pieces
 (`BertTokenizer`, many lines per call) -> segments (consecutive sentences of one document,
 gathered up to a target length, so that text is cut at sentence boundaries; a sentence longer
 than the target is a segment of its own, which the packer truncates, as the original's

@@ -7,7 +7,8 @@ import pytest
 import tensorflow as tf
 
 from bert_tf.data.pretraining.corpus import (CorpusStatistics, expand_text_files, input_bytes,
-                                             read_document_chunks, text_file_problem)
+                                             invalid_utf8_at_start, read_document_chunks,
+                                             text_file_problem)
 from bert_tf.data.pretraining.records_dataset import InputFileError
 from tests.data.pretraining.records import write_pretraining_records
 
@@ -45,6 +46,23 @@ def test_invalid_utf8_lines_are_skipped_and_counted_per_file(tmp_path):
     assert f"{latin1}: 2 lines skipped, not valid UTF-8" in report
     assert "Skipped 2 lines and 0 empty documents." in report
     assert clean not in report
+
+
+def test_invalid_utf8_at_the_files_start_is_named_with_its_counts(tmp_path):
+    latin1 = write_bytes(tmp_path / "latin1.txt", "Caf\xe9 one.\nFine.\nna\xefve.\n\nNext.\n"
+                         .encode("latin-1"))
+    clean = write_bytes(tmp_path / "clean.txt", "Café.\n".encode())
+    assert invalid_utf8_at_start([clean]) is None
+    assert invalid_utf8_at_start([latin1, clean]) == (
+        f"lines that are not valid UTF-8 are skipped: {latin1}: 2 of 5 lines read; "
+        f"convert the text to UTF-8 (e.g. iconv -f latin1 -t utf-8)")
+    # Only the first files are read; of each, its start: the line the read cuts is left out,
+    # here "Café." cut after its "é"'s first byte, which alone is not UTF-8.
+    assert invalid_utf8_at_start([clean, latin1], sampled_files=1) is None
+    assert invalid_utf8_at_start([clean], sampled_bytes=4) is None
+    assert invalid_utf8_at_start([latin1], sampled_bytes=11) == (
+        f"lines that are not valid UTF-8 are skipped: {latin1}: 1 of 1 lines read; "
+        f"convert the text to UTF-8 (e.g. iconv -f latin1 -t utf-8)")
 
 
 def test_chunks_hold_whole_documents_of_at_least_the_chunk_size(tmp_path):
