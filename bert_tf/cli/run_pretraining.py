@@ -415,8 +415,9 @@ def main():
             text_files, seq_length, predictions, job.next_sentence_prediction,
             tokenizer=tokenizer, read_lines=tfds_text.line_dataset if tfds_text else None,
             cut_long_sentences=job.cut_long_lines)
-        # TFDS text is Unicode already; files are read as they train, their skipped lines
-        # not counted (as create_pretraining_data does): their start says it in advance.
+        # Training skips the lines that are not UTF-8 as it reads them, uncounted (unlike
+        # create_pretraining_data): the files' start tells of them in advance. TFDS text is
+        # Unicode already.
         invalid_utf8 = None if tfds_text else invalid_utf8_at_start(text_files)
         if invalid_utf8:
             logging.warning("--input_text_file: %s", invalid_utf8)
