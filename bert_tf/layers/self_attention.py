@@ -114,7 +114,13 @@ class BertSelfAttention(keras.layers.Layer):
         """`inputs [batch, seq, hidden] @ kernel + bias` as `[batch, heads, seq, head_size]`:
         the kernel viewed as `[heads, hidden, head_size]` and multiplied with the inputs in one
         broadcasting batched matmul, which writes the head-major layout directly. `bias` may
-        be None."""
+        be None.
+
+        One head is the 2-D form: with a kernel batch of 1 the broadcasting batched matmul
+        corrupts the heap in TensorFlow 2.21's oneDNN kernel (`[8, 1, 16, 64] @ [1, 64, 64]`
+        aborts or segfaults from batch 4 up; tensorflow/tensorflow#123109)."""
+        if self.num_heads == 1:
+            return self._rows_projection(inputs, kernel, bias)
         by_head = tf.transpose(tf.reshape(kernel, [self.hidden_size, self.num_heads,
                                                    self.head_size]), [1, 0, 2])
         projected = tf.matmul(inputs[:, tf.newaxis], by_head)

@@ -184,6 +184,21 @@ def test_attention_projection_layouts_agree(batch, dynamic_shapes, training):
     np.testing.assert_allclose(attend(x, mask), _textbook_attention(layer, x, mask), atol=1e-5)
 
 
+@pytest.mark.parametrize("dynamic_shapes", [False, True])
+def test_one_head_attention_equals_the_textbook_formulation_in_inference(dynamic_shapes):
+    # One head takes the 2-D projection: the broadcasting batched matmul with a kernel batch of
+    # 1 (`[8, 1, 16, 64] @ [1, 64, 64]`) corrupts the heap in TensorFlow 2.21's oneDNN kernel,
+    # which aborted this test's process before.
+    layer = BertSelfAttention(hidden_size=64, num_heads=1)
+    layer.build((None, None, 64))
+    x = tf.random.stateless_normal([8, 16, 64], seed=[5, 0])
+    mask = tf.sequence_mask(tf.range(16, 8, -1), 16, dtype=tf.int32)
+    signature = ([tf.TensorSpec([None, None, 64]), tf.TensorSpec([None, None], tf.int32)]
+                 if dynamic_shapes else None)
+    attend = tf.function(lambda x, mask: layer(x, mask), input_signature=signature)
+    np.testing.assert_allclose(attend(x, mask), _textbook_attention(layer, x, mask), atol=1e-5)
+
+
 def _attention_and_inputs(dtype):
     # Stateless draws: an op seed alone gives values that depend on the process' earlier draws
     # (here, on which tests a pytest worker ran before), and bfloat16's error on large scores
