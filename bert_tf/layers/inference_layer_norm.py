@@ -43,11 +43,13 @@ import tensorflow as tf
 MIN_FUSED_ELEMENTS = 65536
 
 
-def inference_layer_norm(inputs, layer_norm):
+def inference_layer_norm(inputs, layer_norm, min_rows=1):
     """`layer_norm(inputs)` for float32 `inputs [..., hidden]` (rank 2 or 3) and a built Keras
-    `LayerNormalization` over the last axis, with its gamma, beta and epsilon."""
-    at_least = math.prod(size or 1 for size in inputs.shape)
-    if at_least >= MIN_FUSED_ELEMENTS:
+    `LayerNormalization` over the last axis, with its gamma, beta and epsilon. `min_rows`: a
+    lower bound on the rows the caller knows where the static shape lost it (a `[None, 128,
+    hidden]` batch reshaped to `[None, hidden]` rows still has at least 128)."""
+    rows = max(math.prod(size or 1 for size in inputs.shape[:-1]), min_rows)
+    if rows * inputs.shape[-1] >= MIN_FUSED_ELEMENTS:
         return _fused_layer_norm(inputs, layer_norm)
     return layer_norm(inputs)
 

@@ -51,15 +51,17 @@ def test_runs_as_one_onednn_layer_norm_with_static_shapes(shape):
 
 
 @pytest.mark.skipif(not onednn_enabled(), reason="the fusion is oneDNN's")
-@pytest.mark.parametrize("shape, signature, fused", [
-    ([6, 48], None, False),                        # small
-    ([1400, 48], [None, 48], False),               # big, but not known to be when traced
-    ([2, 1400, 48], [None, 1400, 48], True),       # any batch of these is big
+@pytest.mark.parametrize("shape, signature, min_rows, fused", [
+    ([6, 48], None, 1, False),                     # small
+    ([1400, 48], [None, 48], 1, False),            # big, but not known to be when traced
+    ([2, 1400, 48], [None, 1400, 48], 1, True),    # any batch of these is big
+    ([2800, 48], [None, 48], 1400, True),          # the same as rows, the caller knowing
 ])
-def test_the_kernel_runs_where_it_is_known_to_be_faster(shape, signature, fused):
+def test_the_kernel_runs_where_it_is_known_to_be_faster(shape, signature, min_rows, fused):
     norm = _layer_norm(48)
     spec = None if signature is None else [tf.TensorSpec(signature)]
-    traced = tf.function(lambda x: inference_layer_norm(x, norm), input_signature=spec)
+    traced = tf.function(lambda x: inference_layer_norm(x, norm, min_rows),
+                         input_signature=spec)
     ops = optimized_op_types(traced, tf.ones(shape))
     assert (ops["_MklLayerNorm"] == 1) == fused and (ops["Mean"] == 0) == fused, ops
     assert 6 * 48 < MIN_FUSED_ELEMENTS <= 1400 * 48

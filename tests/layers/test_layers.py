@@ -45,6 +45,24 @@ def test_transformer_block_first_token_output_is_the_first_row(training):
     np.testing.assert_allclose(output, block(x, mask, training=training), atol=1e-6)
 
 
+@pytest.mark.skipif(not onednn_enabled(), reason="the fusion is oneDNN's")
+@pytest.mark.parametrize("signature", [[2, 512, 128], [None, 512, 128], [None, None, 128]])
+def test_transformer_block_layer_norms_are_onednn_kernels_where_the_rows_are_known_many(
+        signature):
+    # 512 positions of 128 units reach MIN_FUSED_ELEMENTS whatever the batch: oneDNN's kernel
+    # for both LayerNorms, though the block reshapes them to rows `[None, 128]`; with the
+    # length unknown too, the rows may be few (a short text): Keras' ops.
+    block = BertTransformerBlock(hidden_size=128, num_heads=2, intermediate_size=256)
+    x = tf.random.stateless_normal([2, 512, 128], seed=[6, 0])
+    mask = tf.ones([2, 512], tf.int32)
+    expected = block(x, mask, training=True)  # builds it; no dropout: inference's output
+    attend = tf.function(lambda x, mask: block(x, mask), input_signature=[
+        tf.TensorSpec(signature), tf.TensorSpec(signature[:2], tf.int32)])
+    ops = optimized_op_types(attend, x, mask)
+    assert ops["_MklLayerNorm"] == (2 if signature[1] else 0), ops
+    np.testing.assert_allclose(attend(x, mask), expected, atol=2e-5)
+
+
 @pytest.mark.parametrize("training", [False, True])
 def test_embeddings_start_the_residual_stream_in_float32(training):
     # Under mixed precision the output is the float32 LayerNorm's (dropout 0), not rounded to
