@@ -118,7 +118,7 @@ class BertSelfAttention(keras.layers.Layer):
 
         One head is the 2-D form: with a kernel batch of 1 the broadcasting batched matmul
         corrupts the heap in TensorFlow 2.21's oneDNN kernel (`[8, 1, 16, 64] @ [1, 64, 64]`
-        aborts or segfaults from batch 4 up; tensorflow/tensorflow#123109)."""
+        and `[2, 1, 16, 8] @ [1, 8, 8]` abort or segfault; tensorflow/tensorflow#123109)."""
         if self.num_heads == 1:
             return self._rows_projection(inputs, kernel, bias)
         by_head = tf.transpose(tf.reshape(kernel, [self.hidden_size, self.num_heads,
