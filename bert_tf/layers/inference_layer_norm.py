@@ -48,10 +48,16 @@ def inference_layer_norm(inputs, layer_norm, min_rows=1):
     `LayerNormalization` over the last axis, with its gamma, beta and epsilon. `min_rows`: a
     lower bound on the rows the caller knows where the static shape lost it (a `[None, 128,
     hidden]` batch reshaped to `[None, hidden]` rows still has at least 128)."""
-    rows = max(math.prod(size or 1 for size in inputs.shape[:-1]), min_rows)
+    rows = max(known_rows(inputs.shape), min_rows)
     if rows * inputs.shape[-1] >= MIN_FUSED_ELEMENTS:
         return _fused_layer_norm(inputs, layer_norm)
     return layer_norm(inputs)
+
+
+def known_rows(shape):
+    """The rows of `shape [..., hidden]` as known when traced, an unknown dimension counted
+    as 1: `[None, 128, 768]` has at least 128."""
+    return math.prod(size or 1 for size in shape[:-1])
 
 
 def _fused_layer_norm(inputs, layer_norm):

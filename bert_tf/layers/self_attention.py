@@ -79,10 +79,14 @@ class BertSelfAttention(keras.layers.Layer):
         3.24-3.34 against 3.38-3.40 s (bfloat16; 2-vCPU Xeon with AMX, alternating processes).
         `use_bias=False` (inference only) leaves the bias out. The 2-D form moves the
         activations to heads with a gather where there are few rows (`head_layout`).
+
+        One head always takes the 2-D form: with a kernel batch of 1 the broadcasting batched
+        matmul corrupts the heap in TensorFlow 2.21's oneDNN kernel (`[8, 1, 16, 64] @ [1, 64,
+        64]` and `[2, 1, 16, 8] @ [1, 8, 8]` abort or segfault; tensorflow/tensorflow#123109).
         """
         kernel, bias = dense_weights(dense)
         bias = bias if use_bias else None
-        if training or amx_bfloat16_matmuls(self.compute_dtype):
+        if training or amx_bfloat16_matmuls(self.compute_dtype) or self.num_heads == 1:
             return self._rows_projection(inputs, kernel, bias, training,
                                          by_gather=self._few_rows(inputs, training))
         if None not in inputs.shape[:2]:  # shapes known when tracing: decide now
@@ -114,13 +118,7 @@ class BertSelfAttention(keras.layers.Layer):
         """`inputs [batch, seq, hidden] @ kernel + bias` as `[batch, heads, seq, head_size]`:
         the kernel viewed as `[heads, hidden, head_size]` and multiplied with the inputs in one
         broadcasting batched matmul, which writes the head-major layout directly. `bias` may
-        be None.
-
-        One head is the 2-D form: with a kernel batch of 1 the broadcasting batched matmul
-        corrupts the heap in TensorFlow 2.21's oneDNN kernel (`[8, 1, 16, 64] @ [1, 64, 64]`
-        and `[2, 1, 16, 8] @ [1, 8, 8]` abort or segfault; tensorflow/tensorflow#123109)."""
-        if self.num_heads == 1:
-            return self._rows_projection(inputs, kernel, bias)
+        be None. Not for one head (see `_project_to_heads`)."""
         by_head = tf.transpose(tf.reshape(kernel, [self.hidden_size, self.num_heads,
                                                    self.head_size]), [1, 0, 2])
         projected = tf.matmul(inputs[:, tf.newaxis], by_head)

@@ -1,7 +1,5 @@
 """`BertTransformerBlock`: one post-LayerNorm encoder layer of BERT."""
 
-import math
-
 import keras
 import tensorflow as tf
 
@@ -9,7 +7,7 @@ from bert_tf.layers.activations import get_activation, unfused_activation
 from bert_tf.layers.dense_rows import dense_rows
 from bert_tf.layers.dropout import BertDropout
 from bert_tf.layers.fused_layer_norm import residual_layer_norm
-from bert_tf.layers.inference_layer_norm import inference_layer_norm
+from bert_tf.layers.inference_layer_norm import inference_layer_norm, known_rows
 from bert_tf.layers.initializers import truncated_normal
 from bert_tf.layers.onednn import amx_matmul_forms
 from bert_tf.layers.portable_graphs import portable_graphs_enabled
@@ -148,7 +146,7 @@ class BertTransformerBlock(keras.layers.Layer):
         `[None, 128, 768]` reshaped to rows is `[None, 768]`, which alone would take Keras'
         ops (BERT-base at 32 x 128 with an unknown batch: 24 LayerNorms unfused, the float32
         forward 3 % slower)."""
-        min_rows = math.prod(size or 1 for size in hidden_states.shape[:-1])
+        min_rows = known_rows(hidden_states.shape)
         residual = tf.reshape(tf.cast(hidden_states, tf.float32), [-1, self.hidden_size])
         attended = dense_rows(self.attention_output, tf.reshape(attended, [-1, self.hidden_size]),
                               training=training)
