@@ -23,7 +23,7 @@ import tensorflow as tf  # noqa: E402
 from absl import app, flags  # noqa: E402
 
 from benchmarking import cpu_description, machine_load  # noqa: E402
-from bert_tf.layers.dense_rows import unfoldable_scalar  # noqa: E402
+from bert_tf.layers.dense_rows import _amx_matmul_plus_bias, unfoldable_scalar  # noqa: E402
 
 FLAGS = flags.FLAGS
 flags.DEFINE_enum("dtype", "float32", ["float32", "bfloat16"], "The matmuls' dtype.")
@@ -41,9 +41,6 @@ def forms(rows, residual, w_in, b_in, w_out, b_out, intermediate, seq_length, ch
     one = lambda: unfoldable_scalar(1.0, dtype)  # noqa: E731 (built inside each trace)
     sequences = lambda x: tf.reshape(x, [-1, seq_length, x.shape[-1]])  # noqa: E731
 
-    def as_4d(x, kernel):
-        return tf.matmul(tf.reshape(x, [1, 1, -1, x.shape[-1]]), kernel[tf.newaxis, tf.newaxis])
-
     def feed_forward(x, skip):
         hidden = tf.nn.gelu(tf.nn.bias_add(tf.matmul(x, w_in), b_in), approximate=False)
         return tf.nn.bias_add(tf.matmul(hidden, w_out), b_out) + skip
@@ -57,15 +54,15 @@ def forms(rows, residual, w_in, b_in, w_out, b_out, intermediate, seq_length, ch
         "in: batched by sequence, bare": lambda: tf.matmul(sequences(rows), w_in[tf.newaxis]),
         "in: batched by sequence + bias + GELU": lambda: tf.nn.gelu(
             tf.matmul(sequences(rows), w_in[tf.newaxis]) * one() + b_in, approximate=False),
-        "in: 4-D, post-ops x 1 + bias (AMX form)": lambda: (
-            as_4d(rows, w_in) * one() + b_in)[0, 0],
+        "in: 4-D, post-ops x 1 + bias (AMX form)": lambda: _amx_matmul_plus_bias(
+            rows, w_in, b_in),
         "out: 2-D bare": lambda: tf.matmul(intermediate, w_out),
         "out: 2-D + bias + residual": lambda: tf.nn.bias_add(
             tf.matmul(intermediate, w_out), b_out) + residual,
         "out: batched by sequence, bare": lambda: tf.matmul(sequences(intermediate),
                                                            w_out[tf.newaxis]),
-        "out: 4-D, post-ops x 1 + (bias + residual)": lambda: (
-            as_4d(intermediate, w_out) * one() + (residual + b_out))[0, 0],
+        "out: 4-D, post-ops x 1 + bias (AMX form)": lambda: _amx_matmul_plus_bias(
+            intermediate, w_out, b_out),
     }
     result = {name: (function, matmul_flops) for name, function in table.items()}
     result["whole feed-forward on all rows"] = (lambda: feed_forward(rows, residual),
