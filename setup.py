@@ -73,6 +73,7 @@ setup(
         "bert-tf-build-vocab = bert_tf.cli.build_vocab:run",
         "bert-tf-convert-checkpoint = bert_tf.cli.convert_checkpoint:run",
         "bert-tf-create-pretraining-data = bert_tf.cli.create_pretraining_data:run",
+        "bert-tf-encoder-demo = bert_tf.cli.encoder_demo:run",
         "bert-tf-export-savedmodel = bert_tf.cli.export_savedmodel:run",
         "bert-tf-install-hub-model = bert_tf.cli.install_hub_model:run",
         "bert-tf-run-classifier = bert_tf.cli.run_classifier:run",

@@ -15,13 +15,10 @@ import sys
 
 import pytest
 
-from tests.cli.tool_flags import listed_flags, tool_flags
+from tests.cli.tool_flags import TOOLS, listed_flags, tool_flags
 from tests.resources import REPO_ROOT
 
-CONSOLE_SCRIPTS = {f"bert-tf-{tool.replace('_', '-')}": tool for tool in (
-    "build_vocab", "convert_checkpoint", "create_pretraining_data", "export_savedmodel",
-    "install_hub_model", "run_classifier", "run_multiple_choice", "run_ner", "run_pretraining",
-    "run_squad", "serve")}
+CONSOLE_SCRIPTS = {f"bert-tf-{tool.replace('_', '-')}": tool for tool in TOOLS}
 # What a wheel is built from; everything else in a checkout (tests, benchmarks, virtual
 # environments, git) stays out of the copy.
 NOT_COPIED = shutil.ignore_patterns(".git", ".venv", ".ci", "bench", "tests", "docs", "build",

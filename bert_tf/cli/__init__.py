@@ -7,7 +7,7 @@ TensorFlow's start-up lines off their console.
     build_vocab              a WordPiece vocab.txt from text files
     convert_checkpoint       Google / Hugging Face checkpoints to this package's
     create_pretraining_data  text to pre-training TFRecords
-    encoder_demo             an encoder from a config on random ids
+    encoder_demo             a pre-trained encoder's sentence similarities
     export_savedmodel        SavedModels for TF Serving / TF Hub
     install_hub_model        an encoder under a short hub.KerasLayer name
     run_classifier           GLUE fine-tuning

@@ -47,6 +47,20 @@ CONTRACT_FLAGS = {
 }
 
 
+def test_every_tool_is_a_console_script_bert_tf_tool():
+    # The contract: every tool is also `bert-tf-<tool>` (underscores to hyphens) after a
+    # regular install; tests/test_packaging.py runs each one installed.
+    scripts = sorted(name[:-len(".py")] for name in os.listdir(os.path.join(REPO_ROOT, "tools"))
+                     if name.endswith(".py"))
+    assert sorted(TOOLS) == scripts
+    with open(os.path.join(REPO_ROOT, "setup.py"), encoding="utf-8") as f:
+        tree = ast.parse(f.read())
+    entry_points = next(ast.literal_eval(node.value) for node in ast.walk(tree)
+                        if isinstance(node, ast.keyword) and node.arg == "entry_points")
+    assert sorted(entry_points["console_scripts"]) == sorted(
+        f"bert-tf-{tool.replace('_', '-')} = bert_tf.cli.{tool}:run" for tool in TOOLS)
+
+
 @pytest.mark.parametrize("tool", sorted(CONTRACT_FLAGS))
 def test_the_tools_define_the_contracts_flags(tool):
     assert CONTRACT_FLAGS[tool] <= set(tool_flags()[tool])
