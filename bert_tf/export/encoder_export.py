@@ -39,7 +39,7 @@ from bert_tf.export.serving_layout import make_world_readable
 from bert_tf.layers.portable_graphs import portable_graphs
 from bert_tf.models.bert_encoder import INPUT_KEYS, BertEncoder
 from bert_tf.models.bert_pretrainer import BertPretrainer
-from bert_tf.models.saved_model_export import flat_outputs, input_specs
+from bert_tf.models.saved_model_export import flat_outputs, input_specs, with_default_output
 
 MLM_POSITIONS_KEY = "masked_lm_positions"
 SAVE_OPTIONS = tf.saved_model.SaveOptions()
@@ -81,7 +81,7 @@ def export_encoder(export_dir, model, vocab_file, do_lower_case):
     @tf.function(autograph=False)
     def call(inputs, training=False):
         outputs = encoder(inputs, training=training)
-        return {**outputs, "default": outputs["pooled_output"]}
+        return with_default_output(outputs)
 
     encoder_specs = input_specs(INPUT_KEYS)
     # tf.saved_model.save re-traces whatever was traced outside of saving (the save context is

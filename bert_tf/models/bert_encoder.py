@@ -9,7 +9,8 @@ from bert_tf.config import BertConfig
 from bert_tf.layers.embeddings import BertEmbeddings
 from bert_tf.layers.initializers import truncated_normal
 from bert_tf.layers.transformer_block import BertTransformerBlock
-from bert_tf.models.saved_model_export import SavedModelExport, input_specs
+from bert_tf.models.saved_model_export import (SavedModelExport, flat_outputs, input_specs,
+                                               with_default_output)
 
 INPUT_KEYS = ("input_word_ids", "input_mask", "input_type_ids")
 
@@ -134,6 +135,10 @@ class BertEncoder(SavedModelExport, keras.Model):
 
     def export_input_signature(self):
         return [input_specs(INPUT_KEYS)]
+
+    def export_outputs(self, outputs):
+        """The exported encoder adds `default` (= `pooled_output`), as TF Hub's do."""
+        return flat_outputs(with_default_output(outputs))
 
     def get_config(self):
         # The layers' policy: the model's own stays the global one when `dtype=` is given.

@@ -39,6 +39,17 @@ def flat_outputs(outputs):
     return flat
 
 
+def with_default_output(outputs):
+    """An encoder's outputs with `default` (= `pooled_output`) added, as TF Hub's BERT encoders
+    return them.
+
+    Example:
+        >>> sorted(with_default_output({"pooled_output": p, "sequence_output": s}))
+        ['default', 'pooled_output', 'sequence_output']
+    """
+    return {**outputs, "default": outputs["pooled_output"]}
+
+
 def input_specs(keys, rank=2):
     """`{key: int32 TensorSpec}` of `rank` dimensions, the models' input dict. Every dimension
     is dynamic: one SavedModel serves every batch size and seq_length a user packs."""
@@ -48,11 +59,16 @@ def input_specs(keys, rank=2):
 class SavedModelExport:
     """Mixin of a Keras model: `export(path)` writes Keras' SavedModel (`serve`, also as the
     `serving_default` signature) with the model's `export_input_signature()` by default, its
-    outputs as `flat_outputs`, traced in `portable_graphs()`. Other formats are Keras' own."""
+    outputs as `export_outputs`, traced in `portable_graphs()`. Other formats are Keras'
+    own."""
 
     def export_input_signature(self):
         """The `input_signature` of `export` when none is given."""
         raise NotImplementedError
+
+    def export_outputs(self, outputs):
+        """What `serve` returns for the model's `outputs`: `flat_outputs`."""
+        return flat_outputs(outputs)
 
     def export(self, filepath, format=_FORMAT, verbose=None, input_signature=None, **kwargs):
         """Keras' `Model.export`; `serve(inputs)` returns the outputs dict, lists numbered.
@@ -70,7 +86,7 @@ class SavedModelExport:
             archive = keras.export.ExportArchive()
             archive.track(self)
             archive.add_endpoint(
-                _ENDPOINT, lambda inputs: flat_outputs(self(inputs, training=False)),
+                _ENDPOINT, lambda inputs: self.export_outputs(self(inputs, training=False)),
                 input_signature, **kwargs)
             # Keras' default: the endpoints are printed.
             archive.write_out(filepath, verbose=True if verbose is None else verbose)

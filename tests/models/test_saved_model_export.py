@@ -30,7 +30,7 @@ def test_export_serves_the_outputs_of_every_model(name, tmp_path):
     model = make()
     model.export(str(tmp_path / "model"), verbose=False)
     loaded = tf.saved_model.load(str(tmp_path / "model"))
-    expected = flat_outputs(model(inputs))
+    expected = model.export_outputs(model(inputs))
     served = loaded.serve(inputs)
     assert sorted(served) == sorted(expected)
     signature = loaded.signatures["serving_default"](**inputs)
@@ -46,6 +46,19 @@ def test_the_encoders_export_names_each_layers_output():
     assert sorted(flat_outputs(encoder(INPUTS))) == [
         *(f"encoder_outputs_{i}" for i in range(TINY.num_hidden_layers)),
         "pooled_output", "sequence_output"]
+
+
+def test_the_encoders_export_adds_default_the_pooled_output(tmp_path):
+    # The contract: exported encoder SavedModels add `default` (= pooled_output), as TF Hub's.
+    encoder = tiny_encoder()
+    encoder.export(str(tmp_path / "encoder"), verbose=False)
+    served = tf.saved_model.load(str(tmp_path / "encoder")).signatures["serving_default"](
+        **INPUTS)
+    assert sorted(served) == sorted([
+        *(f"encoder_outputs_{i}" for i in range(TINY.num_hidden_layers)), "default",
+        "pooled_output", "sequence_output"])
+    np.testing.assert_array_equal(served["default"], served["pooled_output"])
+    assert_outputs_close(served["default"], encoder(INPUTS)["pooled_output"])
 
 
 def test_keras_reloads_the_encoders_export_as_a_layer(tmp_path):
