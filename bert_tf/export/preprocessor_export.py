@@ -59,7 +59,8 @@ class _Preprocessor(tf.Module):
         return self.tokenizer.tokenize(texts)
 
     @tf.function
-    def bert_pack_inputs(self, inputs, seq_length):
+    def bert_pack_inputs(self, inputs, seq_length=None):
+        # Without seq_length, the export's (TF Hub's preprocessors make it optional too).
         return self.packer(list(inputs), seq_length=seq_length)
 
 
@@ -70,7 +71,7 @@ def export_preprocessor(output_dir, vocab_file, do_lower_case, seq_length=128,
     The loaded object is callable on a string tensor `[batch]` (→ the three int32
     `[batch, seq_length]` inputs, single segment), has `tokenize(strings)` (→ int32 RaggedTensor
     `[batch, words, pieces]`) and `bert_pack_inputs(list_of_tokenized, seq_length=N)` for 1 to 3
-    segments and any N, the vocabulary as the asset `vocab_file`, and the variables
+    segments and any N (`seq_length` by default), the vocabulary as the asset `vocab_file`, and the variables
     `do_lower_case` and `special_tokens_in_strings`. The `serving_default` signature maps
     `text` to the three inputs. `seq_length` must pass `check_seq_length`: at least 3.
     """
@@ -80,6 +81,7 @@ def export_preprocessor(output_dir, vocab_file, do_lower_case, seq_length=128,
     for ragged_rank in (1, 2):
         spec = tf.RaggedTensorSpec([None] * (ragged_rank + 1), tf.int32, ragged_rank=ragged_rank)
         for num_segments in range(1, _MAX_SEGMENTS + 1):
+            module.bert_pack_inputs.get_concrete_function([spec] * num_segments)
             module.bert_pack_inputs.get_concrete_function(
                 [spec] * num_segments, seq_length=tf.TensorSpec([], tf.int32))
     serving = tf.function(lambda text: module(text)).get_concrete_function(

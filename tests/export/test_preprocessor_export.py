@@ -28,6 +28,8 @@ out = {
     "call": {k: v.numpy().tolist() for k, v in model(a).items()},
     "pair": {k: v.numpy().tolist() for k, v in
              model.bert_pack_inputs([tokens_a, tokens_b], seq_length=20).items()},
+    "pair_default_length": {k: v.numpy().tolist() for k, v in
+                            model.bert_pack_inputs([tokens_a, tokens_b]).items()},
     "tokenize": tokens_a.to_list(),
     "tokenize_ragged_rank": tokens_a.ragged_rank,
     "serving": {k: v.numpy().tolist() for k, v in
@@ -58,13 +60,17 @@ def test_exported_preprocessor_runs_in_a_fresh_process_after_moving(moved_export
 
     in_process = BertPreprocessor(minilm_vocab(), lower_case=True, seq_length=128)
     single = in_process(tf.constant(TEXTS_A))
-    pair = in_process.packer([in_process.tokenizer.tokenize(tf.constant(t))
-                              for t in (TEXTS_A, TEXTS_B)], seq_length=20)
+    tokenized = [in_process.tokenizer.tokenize(tf.constant(t)) for t in (TEXTS_A, TEXTS_B)]
+    pair = in_process.packer(tokenized, seq_length=20)
+    # bert_pack_inputs without seq_length: the export's, as TF Hub's preprocessors do.
+    pair_default_length = in_process.packer(tokenized)
     for key in ("input_word_ids", "input_mask", "input_type_ids"):
         np.testing.assert_array_equal(out["call"][key], single[key])
         np.testing.assert_array_equal(out["serving"][key], single[key])
         np.testing.assert_array_equal(out["pair"][key], pair[key])
+        np.testing.assert_array_equal(out["pair_default_length"][key], pair_default_length[key])
     assert np.asarray(out["call"]["input_word_ids"]).shape == (4, 128)
+    assert np.asarray(out["pair_default_length"]["input_word_ids"]).shape == (4, 128)
     assert out["tokenize"] == in_process.tokenizer.tokenize(tf.constant(TEXTS_A)).to_list()
     assert out["tokenize_ragged_rank"] == 2
     assert out["vocab_lines"] == 30522 and out["do_lower_case"] is True
