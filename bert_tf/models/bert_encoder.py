@@ -114,6 +114,7 @@ class BertEncoder(SavedModelExport, keras.Model):
         0.80 s as a graph (2-vCPU Xeon with AMX). Training, graphs (`fit`, `predict`, exports)
         and `run_eagerly=True` take the functional graph as it is."""
         _check_input_shapes(inputs)
+        inputs = _with_shape_check_at_run_time(inputs)
         if not self._eager_inference(inputs, training):
             return super().call(inputs, training=training, mask=mask)
         function = _GRAPH_INFERENCE.get(self)
@@ -161,6 +162,30 @@ class BertEncoder(SavedModelExport, keras.Model):
         for name in frozen:
             encoder.get_layer(name).trainable = False
         return encoder
+
+
+def _with_shape_check_at_run_time(inputs):
+    """`inputs`, in a graph whose input shapes are not all known when traced (exports, a
+    `tf.function` with an `input_signature`), made to depend on a check that the mask and the
+    type ids have the ids' shape: broadcasting let a `[1, 2]` mask with `[1, 5]` ids through
+    as if every position were real (the served encoder answered 200 with that result). Two
+    shape comparisons per call; eagerly the shapes are known and `_check_input_shapes` has
+    done it."""
+    if (tf.executing_eagerly() or not isinstance(inputs, dict)
+            or "input_word_ids" not in inputs):
+        return inputs
+    ids = inputs["input_word_ids"]
+    others = [key for key in ("input_mask", "input_type_ids") if key in inputs]
+    if not others or all(inputs[key].shape.is_fully_defined() for key in ["input_word_ids",
+                                                                          *others]):
+        return inputs
+    checks = [tf.debugging.assert_equal(
+        tf.shape(inputs[key]), tf.shape(ids),
+        message=f"BertEncoder inputs must all have the same shape: {key} against "
+                f"input_word_ids") for key in others]
+    with tf.control_dependencies(checks):
+        return {key: tf.identity(value) if key in others or key == "input_word_ids" else value
+                for key, value in inputs.items()}
 
 
 def _check_input_shapes(inputs):

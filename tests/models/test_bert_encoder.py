@@ -156,6 +156,22 @@ def test_inputs_that_are_not_one_batch_are_clear_errors(encoder, change, message
         tf.function(encoder)(inputs)
 
 
+@pytest.mark.parametrize("key, shape", [("input_mask", (1, 2)), ("input_type_ids", (1, 1))])
+def test_inputs_of_another_shape_fail_in_a_graph_traced_for_any_shape(key, shape):
+    # As exported and served: the shapes unknown when traced, a [1, 2] mask with [1, 5] ids
+    # broadcast to an all-ones mask and the call answered.
+    encoder = BertEncoder(SMALL)  # its own: the module's keeps the traces other tests expect
+    dynamic = tf.function(encoder, input_signature=[{
+        k: tf.TensorSpec([None, None], tf.int32) for k in
+        ("input_word_ids", "input_mask", "input_type_ids")}])
+    inputs = {**make_inputs(1, 5), key: tf.ones(shape, tf.int32)}
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match=f"must all have the same shape: {key} against input_word_ids"):
+        dynamic(inputs)
+    np.testing.assert_allclose(dynamic(make_inputs(1, 5))["pooled_output"],
+                               encoder(make_inputs(1, 5))["pooled_output"], atol=1e-5)
+
+
 def test_a_config_that_is_not_one_and_a_non_float_dtype_are_named():
     # A file name or a config name failed on "'str' object has no attribute 'vocab_size'".
     with pytest.raises(TypeError, match=r"takes a BertConfig or its dict, got str 'bert_tiny': "
