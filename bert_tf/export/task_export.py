@@ -238,6 +238,10 @@ def export_task_model(export_dir, task, model, vocab_file, do_lower_case, seq_le
     elif num_classes is None or len(label_names) != num_classes:
         raise ValueError(f"label_names gives {len(label_names)} name(s) but the {task} model "
                          f"has {num_classes or 'no'} classes.")
+    repeated = sorted({name for name in label_names if list(label_names).count(name) > 1})
+    if repeated:
+        raise ValueError(f"label_names names two classes alike ({', '.join(repeated)}): a "
+                         f"served label_name would not tell them apart.")
 
     packer = RawTextPacker(vocab_file, do_lower_case, seq_length, pad_to_multiple_of)
     functions = _ServingFunctions(model, packer, list(label_names), text_pairs,

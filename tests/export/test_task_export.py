@@ -218,6 +218,8 @@ def test_bad_export_arguments_are_named(task_checkpoints, vocab_file, tmp_path):
         export("classifier", classifier, seq_length=65)
     with pytest.raises(ValueError, match="2 name\\(s\\) but the classifier model has 3"):
         export("classifier", classifier, label_names=["a", "b"])
+    with pytest.raises(ValueError, match=r"names two classes alike \(a\)"):
+        export("classifier", classifier, label_names=["a", "b", "a"])
     with pytest.raises(TypeError, match="squad export takes a BertSpanLabeler"):
         export("squad", classifier)
     with pytest.raises(ValueError, match="text_pairs applies to the classifier"):
