@@ -86,7 +86,7 @@ def define_data_file_flags(kind, train, eval, predict, predict_note=""):
                         + ".")
 
 
-def check_flags(data_flags, data_files=None, tool_problems=(), outputs=()):
+def check_flags(data_flags, data_files=None, tool_problems=(), outputs=(), segments=1):
     """Raises `app.UsageError` listing every missing or invalid common flag and `tool_problems`
     (the tool's own), so that one run shows all of them.
 
@@ -95,7 +95,8 @@ def check_flags(data_flags, data_files=None, tool_problems=(), outputs=()):
     in --data_dir (`data_path`), which must exist: checked before minutes of model loading and
     training, not after. `outputs` are the names (shell patterns) of the files the tool writes
     to --output_dir beside every run's (e.g. "predictions*.tsv"), checked with the run's own
-    (`run_output_dir_problem`). Then sizes TensorFlow's thread pools
+    (`run_output_dir_problem`). `segments` is how many texts each input packs
+    (`max_seq_length_problem`). Then sizes TensorFlow's thread pools
     (--tensorflow_intra_op_parallelism, --tensorflow_inter_op_parallelism), which must happen
     before its first op."""
     problems = list(tool_problems)
@@ -119,7 +120,9 @@ def check_flags(data_flags, data_files=None, tool_problems=(), outputs=()):
         problems.append(problem)
     if not (FLAGS.vocab_file or init_checkpoint):
         problems.append("--vocab_file is required without --init_checkpoint")
-    for name in ("max_seq_length", "train_batch_size", "eval_batch_size", "predict_batch_size",
+    if problem := max_seq_length_problem(segments):
+        problems.append(problem)
+    for name in ("train_batch_size", "eval_batch_size", "predict_batch_size",
                  "save_checkpoints_steps"):
         if FLAGS[name].value < 1:
             problems.append(f"--{name} must be positive, got {FLAGS[name].value}")
@@ -143,6 +146,19 @@ def check_flags(data_flags, data_files=None, tool_problems=(), outputs=()):
     size_thread_pools_from_flags()  # before the tool's first TensorFlow op
 
 
+def max_seq_length_problem(segments=1):
+    """Why --max_seq_length cannot hold inputs of `segments` texts (1, or 2 for pairs): [CLS]
+    and one [SEP] per segment must fit (`BertPacker`'s rule); None otherwise. Checked with the
+    flags because the packer meets it only inside the traced tf.data pipeline, after the model
+    loaded, where its error reaches the user as a TensorFlow traceback."""
+    need = segments + 1
+    if FLAGS.max_seq_length >= need:
+        return None
+    inputs = {1: "a text", 2: "a sentence pair"}.get(segments, f"{segments} texts")
+    return (f"--max_seq_length {FLAGS.max_seq_length} cannot hold {inputs}: it needs at least "
+            f"{need} ([CLS] and one [SEP] per segment)")
+
+
 def _hugging_face_model_problem(output_dir):
     """Why `output_dir` cannot take a run when it holds a Hugging Face model (e.g. it is the
     --init_checkpoint): every tool reading the directory would read that model, not the
@@ -161,15 +177,16 @@ def _hugging_face_model_problem(output_dir):
             f"checkpoints; use another --output_dir")
 
 
-def fine_tune_on_data_dir(fine_tune, outputs, files=True):
+def fine_tune_on_data_dir(fine_tune, outputs, files=True, segments=1):
     """The `main` of a tool whose modes read the files of `define_data_file_flags` (unless
-    `files` is False: the data comes from elsewhere, e.g. --tfds_name) and write `outputs` to
-    --output_dir (`check_flags`): checks the flags, then calls `fine_tune(vocab_file)`."""
+    `files` is False: the data comes from elsewhere, e.g. --tfds_name), pack inputs of
+    `segments` texts and write `outputs` to --output_dir (`check_flags`): checks the flags,
+    then calls `fine_tune(vocab_file)`."""
     if files:
         check_flags({mode: ["data_dir"] for mode in DATA_FILE_FLAGS}, data_files=DATA_FILE_FLAGS,
-                    outputs=outputs)
+                    outputs=outputs, segments=segments)
     else:
-        check_flags({}, outputs=outputs)
+        check_flags({}, outputs=outputs, segments=segments)
     logging.getLogger("bert_tf").setLevel(logging.INFO)
     fine_tune(vocab_file_from_flags())
 
@@ -218,7 +235,10 @@ def prepare_output_dir(encoder, vocab_file, tool, task=None):
     """Writes `bert_config.json`, `vocab.txt`, `run.json` and the casing
     (`do_lower_case_from_flags`) into --output_dir (`record_run`:
     its checkpoints are then complete for `bert-tf-export-savedmodel` and as an
-    --init_checkpoint), after checking, so that nothing is written otherwise: that the
+    --init_checkpoint). A tool calls it last before training, once everything else that can
+    refuse the run (its data, vocabulary, preprocessor) has been checked: files left by a
+    refused run would make the directory "a run of another task" for the corrected command.
+    It checks, so that nothing is written otherwise: that the
     encoder's vocab_size fits the vocabulary, that --output_dir holds no run of another model
     or task (`check_existing_run`; `tool` and `task`, e.g. "run_classifier" and "SST-2", name
     this run's) and, without --do_train, that it has a checkpoint to use.

@@ -207,6 +207,9 @@ def main():
         raise app.UsageError(f"--task_name={FLAGS.task_name} is not the task of "
                              f"--tfds_name={FLAGS.tfds_name} ({tfds_task.name})")
     task = task or tfds_task
+    # check_flags held --max_seq_length to a single text; the task says whether it packs pairs.
+    if problem := common.max_seq_length_problem(2 if task.is_pair_task else 1):
+        raise app.UsageError(problem)
 
     # Every file is read (and checked) before the minutes of model loading and training.
     train = _read(task, "train")[0] if FLAGS.do_train else None
@@ -219,10 +222,11 @@ def main():
     from bert_tf.text.bert_preprocessor import BertPreprocessor
 
     vocab_file = common.vocab_file_from_flags()
+    do_lower_case = common.do_lower_case_from_flags()
+    # Before prepare_output_dir: it refuses a vocabulary without [UNK], [CLS], [SEP] or [PAD].
+    preprocessor = BertPreprocessor(vocab_file, do_lower_case, FLAGS.max_seq_length)
     encoder = common.encoder_from_flags()
     common.prepare_output_dir(encoder, vocab_file, "run_classifier", task.name)
-    do_lower_case = common.do_lower_case_from_flags()
-    preprocessor = BertPreprocessor(vocab_file, do_lower_case, FLAGS.max_seq_length)
     classifier = BertClassifier(encoder, num_classes=task.num_outputs)
     if task.is_regression:
         loss, metrics = keras.losses.MeanSquaredError(), None

@@ -119,7 +119,7 @@ def fine_tune(vocab_file):
 
 
 def main():
-    common.fine_tune_on_data_dir(fine_tune, OUTPUTS)
+    common.fine_tune_on_data_dir(fine_tune, OUTPUTS, segments=2)  # (context, ending) pairs
 
 
 def run():

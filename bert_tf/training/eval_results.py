@@ -10,6 +10,7 @@ Example:
 """
 
 import json
+import math
 import os
 
 import tensorflow as tf
@@ -20,11 +21,24 @@ from bert_tf.training.summaries import write_scalars
 EVAL_RESULTS_FILE = "eval_results.json"
 
 
+def _null_for_non_finite(value):
+    """`value` with every NaN or infinite float (nested in dicts, lists, tuples) made None."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {key: _null_for_non_finite(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_null_for_non_finite(item) for item in value]
+    return value
+
+
 def write_json(path, value, **dump_options):
     """Writes `value` to `path` (local or gs://...) as indented JSON (`dump_options` go to
-    `json.dump`), whole or not at all (`open_file`); returns `path`."""
+    `json.dump`), whole or not at all (`open_file`); returns `path`. NaN and infinite numbers
+    (e.g. the loss of a run that diverged) are written as null: `json.dump` would write them
+    as bare `NaN` / `Infinity`, which is not JSON and which strict readers refuse."""
     with open_file(path, "w") as f:
-        json.dump(value, f, indent=2, **dump_options)
+        json.dump(_null_for_non_finite(value), f, indent=2, allow_nan=False, **dump_options)
         f.write("\n")
     return path
 

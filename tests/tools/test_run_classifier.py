@@ -477,6 +477,42 @@ def test_a_max_seq_length_beyond_the_position_embeddings_is_refused(workspace, t
     assert not (tmp_path / "out").exists()  # refused before anything was written
 
 
+def test_a_run_refused_before_training_leaves_output_dir_as_it_was(workspace, tmp_path):
+    # Refused after bert_config.json, vocab.txt, tokenizer_config.json and run.json were
+    # written, such a run made its --output_dir "a run of another task" for the corrected
+    # command.
+    output_dir = tmp_path / "out"
+    output_dir.mkdir()
+    flags = ["--task_name=SST-2", f"--data_dir={workspace['sst2']}", f"--output_dir={output_dir}",
+             "--do_train"]
+    result = run_tool("run_classifier.py", *workspace["model"], *flags, "--max_seq_length=1")
+    assert error_output(result) == ("run_classifier: error: --max_seq_length 1 cannot hold a "
+                                    "text: it needs at least 2 ([CLS] and one [SEP] per segment)")
+    assert os.listdir(output_dir) == []
+    no_unk = tmp_path / "vocab.txt"
+    no_unk.write_text("".join(f"{token}\n" for token in VOCAB if token != "[UNK]"))
+    result = run_tool("run_classifier.py", f"--bert_config_file={workspace['config']}",
+                      f"--vocab_file={no_unk}", *flags, f"--max_seq_length={SEQ}")
+    assert error_output(result).endswith("has no '[UNK]' token.")
+    assert os.listdir(output_dir) == []
+
+
+def test_a_max_seq_length_too_short_for_a_sentence_pair_is_a_flag_error(workspace, tmp_path):
+    # It was a TensorFlow traceback from inside the tf.data pipeline, after the model loaded.
+    mrpc = tmp_path / "MRPC"
+    mrpc.mkdir()
+    _write(mrpc / "train.tsv", [["Quality", "#1 ID", "#2 ID", "#1 String", "#2 String"],
+                                *[[label, "1", "2", text, text]
+                                  for text, label in _sentences(8, seed=3)]])
+    result = run_tool("run_classifier.py", *workspace["model"], "--task_name=MRPC",
+                      f"--data_dir={mrpc}", f"--output_dir={tmp_path / 'out'}", "--do_train",
+                      "--max_seq_length=2")
+    assert error_output(result) == (
+        "run_classifier: error: --max_seq_length 2 cannot hold a sentence pair: it needs at "
+        "least 3 ([CLS] and one [SEP] per segment)")
+    assert not (tmp_path / "out").exists()
+
+
 def test_minilm_fine_tunes_on_real_sst2(tmp_path):
     """The real pre-trained MiniLM on 64 real SST-2 sentences, end to end: after 16 steps its
     dev loss is below chance level (ln 2 = 0.693, where the fresh head starts)."""

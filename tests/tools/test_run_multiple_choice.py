@@ -16,7 +16,7 @@ import tensorflow_text  # noqa: F401  (the exported SavedModel uses tf.text ops)
 from bert_tf.cli.run_multiple_choice import OUTPUTS
 from bert_tf.data.tasks.swag import read_swag
 from bert_tf.training.existing_run import is_run_output
-from tests.tools.tool_runs import run_tool, scalar_curves
+from tests.tools.tool_runs import error_output, run_tool, scalar_curves
 
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "man", "woman", "opens", "door",
          "she", "he", "runs", "walks", "sits", "smiles", "away", "home", "down", "good", "bad",
@@ -143,3 +143,13 @@ def test_bad_input_names_file_line_and_column(data, trained, tmp_path):
                                                             data_dir=tmp_path))
     assert result.returncode == 1
     assert f"{tmp_path}/val.csv:1: no column 'sent2' in the header" in result.stderr
+
+
+def test_a_max_seq_length_too_short_for_a_pair_is_a_flag_error(data, tmp_path):
+    # It was a TensorFlow traceback from inside the tf.data pipeline, after the model loaded.
+    result = run_tool("run_multiple_choice.py", *base_flags(data, tmp_path / "out", "--do_train",
+                                                            "--max_seq_length=2"))
+    assert error_output(result) == (
+        "run_multiple_choice: error: --max_seq_length 2 cannot hold a sentence pair: it needs "
+        "at least 3 ([CLS] and one [SEP] per segment)")
+    assert not (tmp_path / "out").exists()

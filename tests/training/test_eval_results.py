@@ -25,6 +25,21 @@ def test_results_are_json_with_the_step_and_their_numbers_are_scalars(tmp_path):
     assert [(e.step, e.value) for e in scalars["examples"]] == [(40, 96.0)]
 
 
+def test_non_finite_results_are_written_as_null(tmp_path):
+    # json.dump wrote them as bare NaN / Infinity, which is not JSON: strict readers refuse it.
+    results = {"loss": float("nan"), "pearson": float("inf"), "accuracy": 0.5,
+               "data": {"losses": [1.0, float("-inf")]}}
+    path = write_eval_results(str(tmp_path), results, step=3)
+
+    def refuse(constant):
+        raise ValueError(f"not JSON: {constant}")
+
+    assert json.loads(open(path, encoding="utf-8").read(), parse_constant=refuse) == {
+        "loss": None, "pearson": None, "accuracy": 0.5, "data": {"losses": [1.0, None]},
+        "global_step": 3}
+    assert results["loss"] != results["loss"]  # the caller's dict is left as it was
+
+
 def test_results_that_fail_halfway_leave_the_earlier_file_whole(tmp_path):
     path = tmp_path / "eval_results.json"
     path.write_text('{"accuracy": 0.9}\n')

@@ -7,8 +7,8 @@ the file's header (see `GlueTask`), so a file of the wrong task or format fails 
 
 Bad input never gives a silent wrong result:
 * a missing or empty file, a header without the task's columns, a line with the wrong number
-  of columns, a label outside the task's fixed list, a score that is not a number, bytes that
-  are not UTF-8: `ValueError` (`FileNotFoundError`) naming the file, line and column;
+  of columns, a label outside the task's fixed list, a score that is not a finite number,
+  bytes that are not UTF-8: `ValueError` (`FileNotFoundError`) naming the file, line and column;
 * an example with an empty (or all-whitespace) text: skipped when `skip_empty_texts` (training
   and evaluation: it carries nothing to learn or score), and counted in `skipped` with its line,
   for the caller to report; kept (and counted in a warning) otherwise (prediction: a test file
@@ -24,6 +24,7 @@ import codecs
 import dataclasses
 import itertools
 import logging
+import math
 import os
 
 import numpy as np
@@ -88,10 +89,15 @@ def _column_index(header, name, path, task, header_line):
 def _label(value, task, path, number):
     if task.is_regression:
         try:
-            return float(value)
+            score = float(value)
         except ValueError:
+            score = math.nan
+        # float() also reads "nan" and "inf": a NaN score makes the loss NaN from the first
+        # step on, and the run would still end "successfully".
+        if not math.isfinite(score):
             raise ValueError(f"{path}:{number}: the {task.label_column!r} column must be a "
-                             f"number for {task.name}, got {value!r}") from None
+                             f"finite number for {task.name}, got {value!r}")
+        return score
     if value not in task.label_names:
         raise ValueError(f"{path}:{number}: unknown label {value!r} in column "
                          f"{task.label_column!r}; {task.name}'s labels are "

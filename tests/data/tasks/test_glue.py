@@ -197,7 +197,13 @@ def test_blank_lines_and_crlf_line_ends_are_not_examples(tmp_path):
      r"dev.tsv:1: no column 'label'"),
     ([["index", "genre", "filename", "year", "old_index", "source1", "source2", "sentence1",
        "sentence2", "score"], ["0", "g", "f", "y", "o", "s", "s", "A.", "B.", "high"]], "STS-B",
-     r"dev.tsv:2: the 'score' column must be a number for STS-B, got 'high'"),
+     r"dev.tsv:2: the 'score' column must be a finite number for STS-B, got 'high'"),
+    # float() reads them, but a NaN score trained to loss NaN (and exit status 0).
+    *[([["index", "genre", "filename", "year", "old_index", "source1", "source2", "sentence1",
+         "sentence2", "score"], ["0", "g", "f", "y", "o", "s", "s", "A.", "B.", "3"],
+        ["1", "g", "f", "y", "o", "s", "s", "A.", "B.", score]], "STS-B",
+       rf"dev.tsv:3: the 'score' column must be a finite number for STS-B, got '{score}'")
+      for score in ("nan", "NaN", "inf", "-Infinity")],
     ([["sentence", "label"]], "SST-2", r"dev.tsv has no SST-2 examples"),
     ([["sentence", "label"], ["", "1"]], "SST-2",
      r"dev.tsv has no SST-2 examples \(1 skipped for an empty text\)"),
