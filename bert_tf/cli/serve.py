@@ -7,7 +7,7 @@ Serves the newest version under --model_base_path (`<base>/<version>/saved_model
 up new versions without a restart (a base path with none yet gets a warning, and is served
 once one appears). Flags are tensorflow_model_server's where it has them.
 Requests beyond the workers and --max_queued_requests, or beyond --max_inflight_request_bytes
-of request data in progress, are refused at once (RESOURCE_EXHAUSTED, HTTP 503).
+of request and answer data in progress, are refused at once (RESOURCE_EXHAUSTED, HTTP 503).
 
 Example:
     bert-tf-serve --model_base_path=/tmp/export/bert_sst2
@@ -50,10 +50,12 @@ def define_flags():
                          "message or REST body).", lower_bound=1)
     flags.DEFINE_float("file_system_poll_wait_seconds", 1.0, "Interval between looks for new "
                        "versions; 0 looks once, at startup.", lower_bound=0)
-    flags.DEFINE_integer("max_queued_requests", 64, "Requests (gRPC) or connections (REST) that "
-                         "may wait for a worker; more are refused at once.", lower_bound=0)
-    flags.DEFINE_integer("max_inflight_request_bytes", 256 << 20, "Request data that requests "
-                         "in progress may hold together; more is refused at once (bounds the "
+    flags.DEFINE_integer("max_queued_requests", 64, "gRPC requests that may wait for a worker, "
+                         "or REST connections open beyond the workers (idle ones are closed to "
+                         "make room); more are refused at once.", lower_bound=0)
+    flags.DEFINE_integer("max_inflight_request_bytes", 256 << 20, "Request and answer data that "
+                         "requests in progress may hold together (a REST answer counts its JSON "
+                         "at its longest, 25 bytes a float); more is refused at once (bounds the "
                          "server's memory).", lower_bound=1)
     flags.mark_flag_as_required("model_base_path")
 

@@ -24,8 +24,8 @@ _HTTP_STATUS = {
     grpc.StatusCode.NOT_FOUND: 404,
     grpc.StatusCode.ALREADY_EXISTS: 409,
     grpc.StatusCode.PERMISSION_DENIED: 403,
-    # This server's only RESOURCE_EXHAUSTED is "busy, retry": 503, which HTTP clients retry
-    # (TF Serving sends 429).
+    # This server's RESOURCE_EXHAUSTED is "busy, retry" (or, saying so, an answer larger than
+    # the whole budget): 503, which HTTP clients retry (TF Serving sends 429).
     grpc.StatusCode.RESOURCE_EXHAUSTED: 503,
     grpc.StatusCode.FAILED_PRECONDITION: 400,
     grpc.StatusCode.ABORTED: 409,

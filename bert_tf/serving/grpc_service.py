@@ -4,8 +4,9 @@ GetModelMetadata) and `ModelService` (GetModelStatus), over a `ModelManager`.
 They implement the servicers generated in `tensorflow-serving-api`, so clients written for
 `tensorflow_model_server` (its `PredictionServiceStub`, `ModelServiceStub`) work unchanged.
 MultiInference answers UNIMPLEMENTED. Every request holds its size of the server's
-`Admission` budget while it runs (RESOURCE_EXHAUSTED when spent), and request tensors are
-checked against their claimed shapes before any array is built (`tensor_protos`).
+`Admission` budget while it runs, then its answer until the RPC ends (RESOURCE_EXHAUSTED when
+spent), and request tensors are checked against their claimed shapes before any array is built
+(`tensor_protos`).
 
 Example:
     >>> server = grpc.server(futures.ThreadPoolExecutor(max_workers=16))
@@ -33,22 +34,30 @@ def add_services(server, manager, admission):
     """Registers both services, answering from `manager`, on a `grpc.Server`."""
     prediction_service_pb2_grpc.add_PredictionServiceServicer_to_server(
         PredictionService(manager, admission), server)
-    model_service_pb2_grpc.add_ModelServiceServicer_to_server(ModelService(manager), server)
+    model_service_pb2_grpc.add_ModelServiceServicer_to_server(ModelService(manager, admission),
+                                                              server)
 
 
 def _answers_errors(method):
     """Sends a ServingError as the call's status and message, as TF Serving does; any other
-    error is INTERNAL, logged in one line."""
+    error is INTERNAL, logged in one line. The answer holds its size of the `Admission` budget
+    until the RPC ends (sent, or cancelled): gRPC serializes and sends it after `method`
+    returns, as fast as the client reads."""
     @functools.wraps(method)
     def wrapper(self, request, context):
         try:
-            return method(self, request)
+            response = method(self, request)
+            release = self._admission.take(response.ByteSize(),
+                                           f"this answer (a {type(response).__name__})")
         except ServingError as error:
             context.abort(error.code, error.message)
         except Exception as error:  # noqa: BLE001 -- the client gets an answer, the log a line
             logging.error("gRPC %s failed: %s: %s", method.__name__, type(error).__name__,
                           error)
             context.abort(grpc.StatusCode.INTERNAL, f"{type(error).__name__}: {error}")
+        if not context.add_callback(release):
+            release()  # the RPC has already ended
+        return response
     return wrapper
 
 
@@ -66,7 +75,7 @@ class PredictionService(prediction_service_pb2_grpc.PredictionServiceServicer):
     @_answers_errors
     def Predict(self, request):  # noqa: N802 -- the generated servicer's method names
         spec = request.model_spec
-        with self._admission.admit(request.ByteSize()):
+        with self._admission.admit(request.ByteSize(), "this request"):
             inputs = {name: tensor_to_array(name, proto)
                       for name, proto in request.inputs.items()}
             with self._manager.servable(spec.name, _version(spec),
@@ -95,7 +104,7 @@ class PredictionService(prediction_service_pb2_grpc.PredictionServiceServicer):
         """Fills `response` for a Classify or Regress `request` (`method`), its result made by
         `to_result(outputs)`."""
         spec = request.model_spec
-        with self._admission.admit(request.ByteSize()):
+        with self._admission.admit(request.ByteSize(), "this request"):
             with self._manager.servable(spec.name, _version(spec),
                                         spec.version_label) as servable:
                 signature, outputs = example_requests.run(servable, spec.signature_name,
@@ -126,8 +135,9 @@ class PredictionService(prediction_service_pb2_grpc.PredictionServiceServicer):
 class ModelService(model_service_pb2_grpc.ModelServiceServicer):
     """GetModelStatus."""
 
-    def __init__(self, manager):
+    def __init__(self, manager, admission):
         self._manager = manager
+        self._admission = admission
 
     @_answers_errors
     def GetModelStatus(self, request):  # noqa: N802

@@ -38,10 +38,10 @@ class ServerOptions:
     once (see `BatchingQueue`). `tensorflow_intra_op_parallelism` and
     `tensorflow_inter_op_parallelism` size TensorFlow's thread pools (0: TensorFlow's choice,
     one thread per core); they can only be set before the process runs its first TensorFlow
-    op. Beyond tensorflow_model_server's: `max_queued_requests`, requests (gRPC) or connections
-    (REST) that may wait for a worker before new ones are refused, and
-    `max_inflight_request_bytes`, the request data that requests in progress may hold together
-    (see `admission.py`).
+    op. Beyond tensorflow_model_server's: `max_queued_requests`, gRPC requests that may wait for
+    a worker, or REST connections open beyond the workers (see `rest_service.py`), before new
+    ones are refused, and `max_inflight_request_bytes`, the request and answer data that
+    requests in progress may hold together (see `admission.py`).
     """
 
     model_base_path: str
@@ -65,6 +65,9 @@ class ServerOptions:
             self.model_name = os.path.basename(self.model_base_path)
         if self.num_batch_threads < 1:
             raise ValueError(f"num_batch_threads must be at least 1, got {self.num_batch_threads}")
+        if self.port and self.port == self.rest_api_port:
+            raise ValueError(f"--port and --rest_api_port are both {self.port}: gRPC and REST "
+                             f"need a port each.")
         if self.max_inflight_request_bytes < self.max_request_bytes:
             raise ValueError(f"max_inflight_request_bytes ({self.max_inflight_request_bytes}) "
                              f"must be at least max_request_bytes ({self.max_request_bytes}), "
@@ -101,11 +104,13 @@ class ModelServer:
 
     def start(self):
         """Loads the newest version, then opens the ports (as TF Serving, clients never see a
-        server that has not tried its first load). A port already in use is refused first
-        (OSError), before any load; one that still cannot be bound raises RuntimeError/OSError,
-        having stopped whatever had started."""
-        _refuse_ports_in_use(self.options.host, {"port": self.options.port,
-                                                 "rest_api_port": self.options.rest_api_port})
+        server that has not tried its first load). An address that cannot be bound (a port in
+        use, a host not of this machine) is refused first (OSError), before any load; one that
+        still cannot be bound raises RuntimeError/OSError, having stopped whatever had
+        started."""
+        _refuse_unusable_addresses(self.options.host,
+                                   {"port": self.options.port,
+                                    "rest_api_port": self.options.rest_api_port})
         self.manager.start()
         try:
             self._start_grpc()
@@ -153,13 +158,15 @@ class ModelServer:
         self.manager.stop()
 
 
-def _refuse_ports_in_use(host, ports):
-    """Raises OSError naming the option (`ports`: option name -> port; 0 and None are not
-    checked) whose port on `host` another process listens on, or `host` if it does not
-    resolve. gRPC would only say "Failed to bind" after printing a line of its own, and the REST
-    server "[Errno 98] Address already in use" without the port."""
+def _refuse_unusable_addresses(host, ports):
+    """Raises OSError naming the option at fault when a port of `ports` (option name -> port;
+    None is not served, 0 any free port) cannot be bound on `host`: --host when it does not
+    resolve or is not an address of this machine, the port's option when another process
+    listens there (or binding it is not allowed). gRPC would only say "Failed to bind" after
+    printing a line of its own, and the REST server "[Errno 98] Address already in use" without
+    the port, both after loading the model."""
     for name, port in ports.items():
-        if not port:
+        if port is None:
             continue
         try:
             addresses = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM,
@@ -174,12 +181,16 @@ def _refuse_ports_in_use(host, ports):
                 try:
                     probe.bind(address)
                 except OSError as error:
-                    # Anything but "in use" (an address of the host that cannot be bound here,
-                    # say) is left to the server's own bind.
                     if error.errno == errno.EADDRINUSE:
                         raise OSError(f"--{name} {port}: {_host(host)}:{port} is already in "
                                       f"use (another process listens there); stop it or pick "
                                       f"another port") from None
+                    if error.errno == errno.EADDRNOTAVAIL:
+                        raise OSError(f"--host {host}: not an address of this machine "
+                                      f"({error.strerror}); use 127.0.0.1, 0.0.0.0 or an "
+                                      f"address of one of its interfaces") from None
+                    raise OSError(f"--{name} {port}: cannot bind {_host(host)}:{port}: "
+                                  f"{error.strerror}") from None
 
 
 def _host(host):

@@ -11,10 +11,16 @@ Errors are `{"error": message}` with the HTTP status TF Serving gives the same s
 wrong with it: a bad request line, header, Content-Length or version number is 400, a body over
 `max_request_bytes` 413, a method other than GET/POST 405. Query strings are ignored.
 
-Bounded concurrency: `num_threads` workers serve connections and up to `max_queued` accepted
-connections wait for one; a connection beyond that is answered 503 at once and closed, as is a
-request whose body does not fit in the `Admission` budget. The listen backlog is 128, so bursts
-of clients connect without stalls. A client that goes away costs one log line.
+Bounded resources. A connection holds one of `num_threads` workers only while its client sends
+a request or is answered; between requests, and before the first, it waits in `_Connections`,
+which hands it to a worker when bytes arrive and closes it after IDLE_TIMEOUT_SECONDS of
+silence. At most `num_threads + max_queued` connections are open: one more takes the place of
+the longest-idle one, or, when every open connection has a request in progress or waiting for a
+worker, is answered 503 at once and closed. A request's body, then its answer (a JSON answer
+bounded before it is written), hold their size of the `Admission` budget, refused with 503 when
+it is spent. An answer is sent as long as the client keeps reading it; one cut off is logged as
+a warning. The listen backlog is 128, so bursts of clients connect without stalls. A client
+that goes away costs one log line.
 
 Example:
     >>> server = RestApiServer(manager, Admission(256 << 20), host="127.0.0.1", port=8501,
@@ -30,6 +36,7 @@ import http.server
 import json
 import logging
 import re
+import selectors
 import socket
 import sys
 import threading
@@ -50,8 +57,8 @@ _GET = re.compile(_MODEL + r"(?P<metadata>/metadata)?", re.IGNORECASE)
 _LENGTH = re.compile(r"[0-9]{1,19}")
 _INT64_MAX = (1 << 63) - 1
 LISTEN_BACKLOG = 128
-# Seconds a connection may sit idle or stall mid-request before its worker is freed: idle
-# keep-alive connections hold workers, so this is short.
+# Seconds a connection may sit idle between requests, or a client stall mid-request or
+# mid-answer (no byte arriving, none of the answer taken), before the connection is closed.
 IDLE_TIMEOUT_SECONDS = 15
 _ALLOWED = "GET, POST"
 # Bounds on reading what a client still sends after its connection's last answer.
@@ -75,40 +82,45 @@ class RestApiServer(http.server.HTTPServer):
         self.manager = manager
         self.admission = admission
         self.max_request_bytes = max_request_bytes
+        self.idle_timeout = IDLE_TIMEOUT_SECONDS
         if ":" in host:
             self.address_family = socket.AF_INET6
+        super().__init__((host, port), _Handler)
         self._workers = concurrent.futures.ThreadPoolExecutor(num_threads,
                                                               thread_name_prefix="rest")
-        self._slots = threading.BoundedSemaphore(num_threads + max_queued)
-        self._open = set()
-        self._open_lock = threading.Lock()
-        super().__init__((host, port), _Handler)
+        self._connections = _Connections(num_threads + max_queued, self.idle_timeout,
+                                         self._dispatch)
 
     def process_request(self, request, client_address):
-        """Hands the connection to a worker, or answers 503 when all slots are taken."""
-        if not self._slots.acquire(blocking=False):
-            logging.warning("REST server busy: refused a connection from %s", client_address[0])
-            try:
-                request.settimeout(1.0)
-                request.sendall(_BUSY_RESPONSE)
-            except OSError:
-                pass
-            self.close_request(request)
+        """Lets the connection wait for its first request, or answers 503 when it cannot be
+        let in."""
+        if self._connections.add(request, client_address):
             return
-        with self._open_lock:
-            self._open.add(request)
+        logging.warning("REST server busy: refused a connection from %s", client_address[0])
+        try:
+            request.settimeout(1.0)
+            request.sendall(_BUSY_RESPONSE)
+        except OSError:
+            pass
+        self.close_request(request)
+
+    def _dispatch(self, request, client_address):
         self._workers.submit(self._serve, request, client_address)
 
     def _serve(self, request, client_address):
+        """Answers what the client has sent, then parks the connection for its next request,
+        or closes it."""
+        keep_alive = False
         try:
-            self.finish_request(request, client_address)
+            keep_alive = not self.RequestHandlerClass(request, client_address,
+                                                      self).close_connection
         except Exception:  # noqa: BLE001 -- one log line, in handle_error
             self.handle_error(request, client_address)
-        finally:
-            with self._open_lock:
-                self._open.discard(request)
+        if keep_alive:
+            self._connections.park(request, client_address)
+        else:
             self.shutdown_request(request)
-            self._slots.release()
+            self._connections.discard(request)
 
     def shutdown_request(self, request):
         """Ends a connection after its answer: the client may still be sending (a body not
@@ -136,22 +148,176 @@ class RestApiServer(http.server.HTTPServer):
                      type(error).__name__, error)
 
     def server_close(self):
-        """Closes the port and the open connections, so that no worker waits for an idle
-        client."""
+        """Closes the port and the open connections, so that no worker waits for a client."""
         super().server_close()
-        with self._open_lock:
-            for request in self._open:
+        self._connections.close()
+        self._workers.shutdown(wait=True, cancel_futures=True)
+
+
+class _Connections:
+    """The REST server's open connections: at most `max_open`, each holding a worker only
+    while its client is sending a request or being answered.
+
+    Between requests (and before its first) a connection is parked here: one thread watches the
+    parked ones, hands a connection to `dispatch(connection, client_address)` once bytes arrive,
+    and closes it after `idle_timeout` seconds without any. Idle clients thus hold no worker:
+    when every connection held one until its timeout, 100 connections that said nothing made a
+    request behind them wait 16.5 s. A new connection beyond `max_open` takes the place of the
+    longest-parked one that has sent nothing (closed: HTTP lets a server close an idle
+    connection, and clients reconnect); when there is none, every open connection has a request
+    in progress or waiting for a worker, and `add` refuses.
+    """
+
+    def __init__(self, max_open, idle_timeout, dispatch):
+        self._max_open = max_open
+        self._idle_timeout = idle_timeout
+        self._dispatch = dispatch
+        self._lock = threading.Lock()
+        self._open = set()
+        self._parked = {}  # connection -> (client address, parked at), longest-parked first
+        self._changes = []  # (watch?, connection) for the watching thread to apply, in order
+        self._closed = False
+        self._selector = selectors.DefaultSelector()
+        self._wake_up, self._waker = socket.socketpair()
+        self._wake_up.setblocking(False)
+        self._waker.setblocking(False)
+        self._selector.register(self._wake_up, selectors.EVENT_READ)
+        self._thread = threading.Thread(target=self._watch, name="rest-connections",
+                                        daemon=True)
+        self._thread.start()
+
+    def add(self, connection, client_address):
+        """Parks a new connection, closing the longest-idle one if `max_open` are open; False
+        (and nothing done) when none is idle."""
+        with self._lock:
+            if len(self._open) >= self._max_open:
+                idle = next((c for c in self._parked if not _has_input(c)), None)
+                if idle is None:
+                    return False
+                del self._parked[idle]
+                self._open.discard(idle)
+                self._changes.append((False, idle))
+            self._open.add(connection)
+        self.park(connection, client_address)
+        return True
+
+    def park(self, connection, client_address):
+        """Watches an open connection until its client sends something (or stays quiet for
+        `idle_timeout`)."""
+        with self._lock:
+            if self._closed:
+                connection.close()
+                return
+            self._parked[connection] = (client_address, time.monotonic())
+            self._changes.append((True, connection))
+            self._wake()
+
+    def discard(self, connection):
+        """Forgets a connection its worker closed."""
+        with self._lock:
+            self._open.discard(connection)
+
+    def close(self):
+        """Stops watching, closes the parked connections and wakes the workers reading the
+        others (their reads end)."""
+        with self._lock:
+            self._closed = True
+            for connection in self._open - self._parked.keys():
                 try:
-                    request.shutdown(socket.SHUT_RDWR)
+                    connection.shutdown(socket.SHUT_RDWR)
                 except OSError:
                     pass
-        self._workers.shutdown(wait=True, cancel_futures=True)
+            self._wake()
+        self._thread.join()
+
+    def _wake(self):
+        """Makes the watching thread's select return (called holding the lock)."""
+        try:
+            self._waker.send(b"\0")
+        except BlockingIOError:
+            pass  # the socket is full of wake-ups already
+
+    def _watch(self):
+        while True:
+            with self._lock:
+                changes, self._changes = self._changes, []
+                closed = self._closed
+                oldest = next(iter(self._parked.values()), None)
+            for watch, connection in changes:
+                if watch:
+                    self._selector.register(connection, selectors.EVENT_READ)
+                else:
+                    self._selector.unregister(connection)
+                    connection.close()
+            if closed:
+                break
+            timeout = (None if oldest is None
+                       else max(0.0, oldest[1] + self._idle_timeout - time.monotonic()))
+            for key, _ in self._selector.select(timeout):
+                if key.fileobj is self._wake_up:
+                    self._wake_up.recv(4096)  # the rest, if any, wakes the next select
+                    continue
+                with self._lock:
+                    # Gone when `add` closed it meanwhile: its closing is among the changes.
+                    entry = self._parked.pop(key.fileobj, None)
+                if entry is not None:
+                    self._selector.unregister(key.fileobj)
+                    self._dispatch(key.fileobj, entry[0])
+            self._close_idle()
+        with self._lock:
+            for key in list(self._selector.get_map().values()):
+                key.fileobj.close()
+            self._selector.close()
+            self._waker.close()
+
+    def _close_idle(self):
+        expired = []
+        with self._lock:
+            deadline = time.monotonic() - self._idle_timeout
+            for connection, (_, parked_at) in self._parked.items():
+                if parked_at > deadline:
+                    break
+                expired.append(connection)
+            for connection in expired:
+                del self._parked[connection]
+                self._open.discard(connection)
+        for connection in expired:
+            self._selector.unregister(connection)
+            connection.close()
+
+
+def _has_input(connection):
+    """Whether the client sent bytes not yet read (the end of the stream is not input)."""
+    try:
+        return bool(connection.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT))
+    except OSError:  # nothing to read yet (BlockingIOError), or the connection is broken
+        return False
 
 
 class _Handler(http.server.BaseHTTPRequestHandler):
     # HTTP/1.1 keeps connections open between requests, as clients of TF Serving expect.
     protocol_version = "HTTP/1.1"
-    timeout = IDLE_TIMEOUT_SECONDS
+
+    def setup(self):
+        self.timeout = self.server.idle_timeout
+        super().setup()
+
+    def handle(self):
+        """Answers the requests the client has sent, then returns: unless `close_connection`,
+        the server parks the connection until the next one arrives (`_Connections`)."""
+        self.close_connection = True
+        self.handle_one_request()
+        while not self.close_connection and self._input_waiting():
+            self.handle_one_request()
+
+    def _input_waiting(self):
+        """Whether the client has sent more (buffered here, or in the socket), without
+        waiting."""
+        self.connection.setblocking(False)
+        try:
+            return bool(self.rfile.peek(1))
+        finally:
+            self.connection.settimeout(self.timeout)
 
     def do_GET(self):  # noqa: N802 -- BaseHTTPRequestHandler's method names
         self._answer(self._get)
@@ -181,6 +347,11 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     def _answer(self, route):
         try:
             status, body = route(self.path.split("?", 1)[0].split("#", 1)[0])
+            answer = _json_text(body)
+            # Taken before the text is written: JSON is ~5x its float32 tensors.
+            with self.server.admission.admit(answer.max_bytes, answer.what):
+                self._send(status, answer)
+            return
         except ServingError as error:
             status, body = error.http_status, {"error": error.message}
         except _TooLarge as error:
@@ -210,7 +381,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         # Until the body is read, the connection cannot carry another request.
         self.close_connection = True
         length = self._content_length()
-        with self.server.admission.admit(length):
+        with self.server.admission.admit(length, "this request"):
             raw_body = self.rfile.read(length)
             if len(raw_body) != length:
                 raise ConnectionAbortedError(f"the client sent {len(raw_body)} of the "
@@ -281,21 +452,42 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                     "metadata": {"signature_def": signature_defs}}
 
     def _send(self, status, body, headers=None):
-        # One line of JSON ending in a newline, as a terminal user of curl expects.
-        payload = (json.dumps(body) + "\n").encode("utf-8")
+        """Sends `body` (a `JsonText`, or a value to write as JSON) with `status`."""
+        blocks = list(_json_text(body).blocks())
+        length = sum(len(block) for block in blocks)
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(payload)))
+        self.send_header("Content-Length", str(length))
         for key, value in (headers or {}).items():
             self.send_header(key, value)
         if self.close_connection:
             self.send_header("Connection", "close")
         self.end_headers()
-        self.wfile.write(payload)
+        sent = 0
+        try:
+            for block in blocks:
+                view = memoryview(block)
+                while view:
+                    # Each send waits at most the socket's timeout for the client to take some:
+                    # a slow reader gets the whole answer, one that stops reading is cut off
+                    # (sendall would bound the whole answer's time by it: 7.3 MB read at
+                    # 300 KB/s were cut after 15 s).
+                    count = self.connection.send(view)
+                    view = view[count:]
+                    sent += count
+        except OSError as error:
+            self.close_connection = True
+            logging.warning("REST answer to %s cut off after %d of its %d bytes: %s: %s",
+                            self.client_address[0], sent, length, type(error).__name__, error)
 
     def log_message(self, format, *args):  # noqa: A002 -- the base class's signature
         # Access logs go to debug: one line per request would drown the server's own log.
         logging.debug("%s %s", self.address_string(), format % args)
+
+
+def _json_text(body):
+    """`body` as a `JsonText`: answers are one, or a value (a dict) to write as JSON."""
+    return body if isinstance(body, json_tensors.JsonText) else json_tensors.JsonText.of(body)
 
 
 class _TooLarge(Exception):

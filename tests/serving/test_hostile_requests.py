@@ -1,11 +1,14 @@
-"""Requests meant to knock the server over, sent to tools/serve.py serving a BERT classifier
-(in-graph tokenization, as users serve it) on 127.0.0.1: each gets an answer naming its
-problem, memory stays bounded, and afterwards a valid request gets exactly its earlier answer.
-Everything is bounded: payloads of at most 16 x 10 MB, every call with a deadline."""
+"""Requests and clients meant to knock the server over, sent to tools/serve.py serving a BERT
+classifier (in-graph tokenization, as users serve it) on 127.0.0.1, or the toy model where small
+limits make them cheap: each gets an answer naming its problem, memory stays bounded, and
+afterwards a valid request gets exactly its earlier answer. Everything is bounded: payloads of at
+most 16 x 10 MB, every call with a deadline."""
 
 import concurrent.futures
+import contextlib
 import http.client
 import json
+import logging
 import math
 import os
 import re
@@ -24,6 +27,8 @@ from tensorflow_serving.apis import predict_pb2, prediction_service_pb2_grpc
 from bert_tf import BertConfig, BertEncoder
 from bert_tf.export import export_encoder, export_task_model
 from bert_tf.models.bert_pretrainer import BertPretrainer
+from bert_tf.serving import ModelServer, ServerOptions, ServingError, rest_service
+from bert_tf.serving.admission import Admission
 from tests.export.task_examples import new_task_model
 from tests.export.tiny_models import VOCAB, write_vocab
 from tests.serving.serve_process import free_port
@@ -280,58 +285,269 @@ def test_the_listen_backlog_takes_a_burst_of_clients(served):
     assert int(listening[2]) >= 128, listening
 
 
-def test_connections_beyond_the_workers_and_queue_get_503_at_once(toy_base_path):
-    from bert_tf.serving import ModelServer, ServerOptions
-
-    options = ServerOptions(model_base_path=toy_base_path, port=0, rest_api_port=0,
-                            max_batch_size=1, max_queued_requests=2,
-                            file_system_poll_wait_seconds=0)
-    slots = options.num_request_threads + options.max_queued_requests
-    server = ModelServer(options)
-    server.start()
-    idle = []
+@contextlib.contextmanager
+def toy_server(toy_base_path, idle_timeout=rest_service.IDLE_TIMEOUT_SECONDS, **options):
+    """A ModelServer serving the toy model in this process on free ports, with `options` and
+    REST connections closed after `idle_timeout` seconds without progress."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(rest_service, "IDLE_TIMEOUT_SECONDS", idle_timeout)
+        server = ModelServer(ServerOptions(model_base_path=toy_base_path, port=0,
+                                           rest_api_port=0, file_system_poll_wait_seconds=0,
+                                           **options))
+        server.start()
     try:
-        # Clients that connect and say nothing hold every worker and queue slot.
+        yield server
+    finally:
+        server.stop()
+
+
+def fill_body(width, rows=1):
+    """A REST predict body asking the toy's `fill` for `rows` rows of `width` floats."""
+    return json.dumps({"signature_name": "fill",
+                       "inputs": {"x": [1.0] * rows, "width": [width] * rows}}).encode()
+
+
+def fill_request(width, rows=1):
+    body = fill_body(width, rows)
+    return (f"POST /v1/models/toy:predict HTTP/1.1\r\nHost: x\r\nContent-Length: {len(body)}"
+            f"\r\n\r\n").encode() + body
+
+
+def grpc_fill(port, width):
+    with grpc.insecure_channel(f"127.0.0.1:{port}", options=[
+            ("grpc.max_receive_message_length", -1)]) as channel:
+        stub = prediction_service_pb2_grpc.PredictionServiceStub(channel)
+        return predict(stub, {"x": tf.make_tensor_proto([1.0]),
+                              "width": tf.make_tensor_proto([width])},
+                       model="toy", signature="fill")
+
+
+def test_an_answer_beyond_the_budget_is_refused_before_it_is_written(toy_base_path):
+    # An 8.7 KB request for an encoder's MLM logits was answered with 338 MB of JSON, growing
+    # the server from 738 MB to 2.4 GB; nothing counted the answer.
+    with toy_server(toy_base_path, max_request_bytes=64 << 10,
+                    max_inflight_request_bytes=1 << 20) as server:
+        port = server.rest_api_port
+        status, answer = post(port, "/v1/models/toy:predict", fill_body(100_000))
+        assert status == 503
+        # 25 bytes a float: its longest text and ", ".
+        match = re.fullmatch(
+            r"The server cannot hold this answer as JSON \(y \[1, 100000\] DT_FLOAT\): it "
+            r"needs (\d+) bytes, more than the 1048576 that requests in progress may hold "
+            r"together \(--max_inflight_request_bytes\); ask for less, or raise that flag\.",
+            answer["error"])
+        assert match and 2_500_000 < int(match[1]) < 2_510_000, answer
+
+        with pytest.raises(grpc.RpcError) as raised:
+            grpc_fill(server.port, 300_000)
+        assert raised.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+        match = re.fullmatch(
+            r"The server cannot hold this answer \(a PredictResponse\): it needs (\d+) bytes, "
+            r"more than the 1048576 .*", raised.value.details())
+        assert match and 1_200_000 < int(match[1]) < 1_201_000, raised.value.details()
+
+        # Answers that fit are answered, each giving its bytes back once sent: three in a row
+        # of over a third of the budget each.
+        for _ in range(3):
+            status, answer = post(port, "/v1/models/toy:predict", fill_body(30_000))
+            assert status == 200
+            np.testing.assert_array_equal(np.array(answer["outputs"], np.float32),
+                                          [1 / np.arange(1, 30_001, dtype=np.float32)])
+            response = grpc_fill(server.port, 100_000)
+            assert tf.make_ndarray(response.outputs["y"]).shape == (1, 100_000)
+
+
+def test_a_large_answer_costs_the_server_about_its_size(serve_process, toy_base_path):
+    port = free_port()
+    process = serve_process(f"--model_base_path={toy_base_path}", "--port=0",
+                            f"--rest_api_port={port}", "--file_system_poll_wait_seconds=0",
+                            f"--max_inflight_request_bytes={64 << 20}")
+    assert process.ready() is not None, "".join(process.output)
+    pid = process.process.pid
+    status, _ = post(port, "/v1/models/toy:predict", fill_body(1000))  # warm up
+    assert status == 200
+
+    # A million floats that fit: 20.5 MB of JSON, which used to be built from 32 MB of Python
+    # floats, then a str, then bytes (peak +92 MiB); written in pieces, +41 MiB.
+    reset_peak_rss(pid)
+    before = rss_bytes(pid)
+    status, answer = post(port, "/v1/models/toy:predict", fill_body(1_000_000))
+    assert status == 200 and len(answer["outputs"][0]) == 1_000_000
+    peak = rss_bytes(pid, "VmHWM") - before
+    assert peak < 64 << 20, f"peak RSS grew by {peak / 2**20:.0f} MiB"
+
+    # 8 rows of a million floats: 32 MB of tensor, up to 200 MB of JSON. Written, it grew the
+    # server by 852 MiB; refused, by the tensor and the model's own work (59 MiB).
+    reset_peak_rss(pid)
+    before = rss_bytes(pid)
+    status, answer = post(port, "/v1/models/toy:predict", fill_body(1_000_000, rows=8))
+    assert (status, "The server cannot hold this answer as JSON" in answer["error"]) == (
+        503, True), answer
+    peak = rss_bytes(pid, "VmHWM") - before
+    assert peak < 160 << 20, f"peak RSS grew by {peak / 2**20:.0f} MiB"
+
+
+def read_answer_slowly(connection, request, block=32 << 10, pause=0.025):
+    """Sends `request`, then reads its answer `block` bytes every `pause` seconds;
+    `(Content-Length, bytes of body received)`."""
+    connection.sendall(request)
+    response = http.client.HTTPResponse(connection)
+    response.begin()
+    length = int(response.getheader("Content-Length"))
+    received = b""
+    try:
+        while len(received) < length and (chunk := response.read(block)):
+            received += chunk
+            time.sleep(pause)
+    except (OSError, http.client.IncompleteRead):
+        pass
+    return length, received
+
+
+def slow_client(port):
+    """A connection to `port` with a small receive buffer, so that the server waits for it."""
+    connection = socket.socket()
+    connection.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 << 10)
+    connection.settimeout(TIMEOUT)
+    connection.connect(("127.0.0.1", port))
+    return connection
+
+
+def test_a_slow_reader_gets_the_whole_answer(toy_base_path):
+    # A client reading 300 KB/s got 6.8 of 7.3 MB: the idle timeout bounded the whole send.
+    with toy_server(toy_base_path, idle_timeout=2) as server:
+        with slow_client(server.rest_api_port) as connection:
+            # ~9.4 MB read at ~1.2 MB/s: ~4 s beyond what the socket buffers hold (~4 MB),
+            # several idle timeouts, each with progress.
+            length, body = read_answer_slowly(connection, fill_request(400_000))
+    assert len(body) == length
+    assert len(json.loads(body)["outputs"][0]) == 400_000
+
+
+def test_an_answer_the_client_stops_reading_is_cut_off_logged_and_given_back(toy_base_path,
+                                                                             caplog):
+    caplog.set_level(logging.WARNING)
+    with toy_server(toy_base_path, idle_timeout=6, max_request_bytes=64 << 10,
+                    max_inflight_request_bytes=16 << 20) as server:
+        port = server.rest_api_port
+        with slow_client(port) as stalled:
+            # ~8 MB: more than the socket buffers hold, so the server waits for the client.
+            stalled.sendall(fill_request(400_000))
+            stalled.recv(1)
+            # The stalled answer holds its bytes of the budget while it waits.
+            status, answer = post(port, "/v1/models/toy:predict", fill_body(400_000))
+            assert (status, answer["error"].startswith(
+                "The server is busy: requests in progress hold ")) == (503, True), answer
+            deadline = time.monotonic() + TIMEOUT
+            while "cut off" not in caplog.text and time.monotonic() < deadline:
+                time.sleep(0.1)
+        assert re.search(r"REST answer to 127\.0\.0\.1 cut off after \d+ of its \d+ bytes: "
+                         r"TimeoutError: timed out", caplog.text), caplog.text
+        status, answer = post(port, "/v1/models/toy:predict", fill_body(400_000))
+        assert status == 200
+
+
+def closed_by_server(connections, count=0):
+    """Those of `connections` the server has closed, in their order, once there are at least
+    `count` (a bounded wait)."""
+    deadline = time.monotonic() + TIMEOUT
+    while True:
+        closed = []
+        for connection in connections:
+            connection.setblocking(False)
+            try:
+                if connection.recv(1, socket.MSG_PEEK) == b"":
+                    closed.append(connection)
+            except BlockingIOError:
+                pass
+        if len(closed) >= count or time.monotonic() > deadline:
+            return closed
+        time.sleep(0.1)
+
+
+def test_idle_connections_hold_no_worker(toy_base_path):
+    # 24 workers, up to 124 connections. Each idle connection held a worker until its idle
+    # timeout: behind 100 of them a request waited 16.5 s.
+    with toy_server(toy_base_path, max_batch_size=8, max_queued_requests=100) as server:
         idle = [socket.create_connection(("127.0.0.1", server.rest_api_port), timeout=TIMEOUT)
-                for _ in range(slots)]
-        status, answer = raw_http(server.rest_api_port,
-                                  b"GET /v1/models/toy HTTP/1.1\r\n\r\n")
-        assert (status, answer["error"]) == (503, "The server is busy: every worker and queue "
-                                                  "slot is taken; retry shortly.")
-        for connection in idle:
-            connection.close()
-        idle = []
-        # Slots free up as the workers see the idle connections end (within seconds at most).
+                for _ in range(100)]
+        try:
+            start = time.monotonic()
+            status, _ = raw_http(server.rest_api_port, b"GET /v1/models/toy HTTP/1.1\r\n\r\n")
+            waited = time.monotonic() - start
+            assert status == 200
+            assert waited < rest_service.IDLE_TIMEOUT_SECONDS / 2, f"waited {waited:.1f} s"
+            assert closed_by_server(idle) == []  # served without closing any
+        finally:
+            for connection in idle:
+                connection.close()
+
+
+def test_the_longest_idle_connections_make_room_for_new_ones(toy_base_path):
+    with toy_server(toy_base_path, max_batch_size=1, max_queued_requests=2) as server:
+        most = server.options.num_request_threads + server.options.max_queued_requests
+        idle = [socket.create_connection(("127.0.0.1", server.rest_api_port), timeout=TIMEOUT)
+                for _ in range(40)]
+        try:
+            status, _ = raw_http(server.rest_api_port, b"GET /v1/models/toy HTTP/1.1\r\n\r\n")
+            assert status == 200
+            # At most `most` connections were open at once: each one more closed the oldest.
+            closed = closed_by_server(idle, 40 - most + 1)
+            assert closed == idle[:40 - most + 1]
+        finally:
+            for connection in idle:
+                connection.close()
+
+
+def test_connections_beyond_the_busy_workers_and_queue_get_503_at_once(toy_base_path):
+    with toy_server(toy_base_path, max_batch_size=1, max_queued_requests=2) as server:
+        most = server.options.num_request_threads + server.options.max_queued_requests
+        # Clients stalled in the middle of their requests hold every worker and queue slot.
+        stalled = [socket.create_connection(("127.0.0.1", server.rest_api_port),
+                                            timeout=TIMEOUT) for _ in range(most)]
+        try:
+            for connection in stalled:
+                connection.sendall(b"POST /v1/models/toy:predict HTTP/1.1\r\nContent-Length: "
+                                   b"1000\r\n\r\n{\"instances\"")
+            start = time.monotonic()
+            status, answer = raw_http(server.rest_api_port,
+                                      b"GET /v1/models/toy HTTP/1.1\r\n\r\n")
+            assert (status, answer["error"]) == (503, "The server is busy: every worker and "
+                                                      "queue slot is taken; retry shortly.")
+            assert time.monotonic() - start < rest_service.IDLE_TIMEOUT_SECONDS / 2
+        finally:
+            for connection in stalled:
+                connection.close()
+        # Slots free up as the workers see the stalled clients go (within seconds at most).
         for _ in range(300):
             if raw_http(server.rest_api_port, b"GET /v1/models/toy HTTP/1.1\r\n\r\n")[0] == 200:
                 break
             time.sleep(0.1)
         else:
             pytest.fail("the REST server never recovered from being full")
-    finally:
-        for connection in idle:
-            connection.close()
-        server.stop()
 
 
-def test_request_data_beyond_the_budget_is_resource_exhausted():
-    from bert_tf.serving.admission import Admission
-    from bert_tf.serving.errors import ServingError
-
+def test_request_and_answer_data_beyond_the_budget_is_resource_exhausted():
     admission = Admission(max_bytes=100)
-    with admission.admit(60):
+    with admission.admit(60, "this request"):
         with pytest.raises(ServingError) as raised:
-            with admission.admit(41):
+            with admission.admit(41, "this answer"):
                 pass
         assert raised.value.code == grpc.StatusCode.RESOURCE_EXHAUSTED
         assert raised.value.http_status == 503
         assert str(raised.value) == (
-            "The server is busy: requests in progress hold 60 of its 100 bytes for request "
-            "data and this one needs 41; retry shortly.")
-        with admission.admit(40):
-            pass
-    with admission.admit(100):
+            "The server is busy: requests in progress hold 60 of its 100 bytes for requests "
+            "and answers and this answer needs 41; retry shortly.")
+        release = admission.take(40, "this answer")
+    release()
+    with admission.admit(100, "this request"):
         pass
+    with pytest.raises(ServingError) as raised:
+        admission.take(101, "this answer")
+    assert str(raised.value) == (
+        "The server cannot hold this answer: it needs 101 bytes, more than the 100 that "
+        "requests in progress may hold together (--max_inflight_request_bytes); ask for less, "
+        "or raise that flag.")
 
 
 @pytest.fixture(scope="module")

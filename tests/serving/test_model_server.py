@@ -59,7 +59,7 @@ def test_a_port_in_use_is_refused_before_anything_loads(server, toy_base_path, n
 
 def test_a_port_taken_after_the_check_fails_start_and_releases_everything(
         server, toy_base_path, monkeypatch):
-    monkeypatch.setattr(model_server, "_refuse_ports_in_use", lambda host, ports: None)
+    monkeypatch.setattr(model_server, "_refuse_unusable_addresses", lambda host, ports: None)
     second = ModelServer(ServerOptions(model_base_path=toy_base_path, port=server.port,
                                        rest_api_port=None, file_system_poll_wait_seconds=0))
     with pytest.raises(RuntimeError, match=f"127.0.0.1:{server.port}"):
@@ -67,6 +67,30 @@ def test_a_port_taken_after_the_check_fails_start_and_releases_everything(
     # start() stopped what it had started: the version it loaded is unloaded.
     [status] = second.manager.status("toy").model_version_status
     assert status.state == get_model_status_pb2.ModelVersionStatus.END
+
+
+def test_a_host_not_of_this_machine_is_refused_before_anything_loads(toy_base_path):
+    # It was gRPC's "Failed to bind ... set GRPC_VERBOSITY=debug", after loading the model and
+    # a C++ log line of gRPC's own. (198.51.100.1 is an address for documentation, RFC 5737.)
+    server = ModelServer(ServerOptions(model_base_path=toy_base_path, host="198.51.100.1",
+                                       port=0, rest_api_port=0,
+                                       file_system_poll_wait_seconds=0))
+    with pytest.raises(OSError) as raised:
+        server.start()
+    assert str(raised.value) == (
+        "--host 198.51.100.1: not an address of this machine (Cannot assign requested "
+        "address); use 127.0.0.1, 0.0.0.0 or an address of one of its interfaces")
+    with pytest.raises(ServingError, match="Could not find any versions of model toy"):
+        server.manager.status("toy")
+
+
+def test_one_port_for_both_apis_is_refused(toy_base_path):
+    # The REST server failed with "[Errno 98] Address already in use" once gRPC had the port.
+    with pytest.raises(ValueError) as raised:
+        ServerOptions(model_base_path=toy_base_path, port=18590, rest_api_port=18590)
+    assert str(raised.value) == ("--port and --rest_api_port are both 18590: gRPC and REST "
+                                 "need a port each.")
+    assert ServerOptions(model_base_path=toy_base_path, port=0, rest_api_port=0).port == 0
 
 
 def test_a_host_that_does_not_resolve_is_named(toy_base_path):

@@ -4,6 +4,7 @@ makes each process slow to start, so the in-process tests cover the option varia
 
 import http.client
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -58,3 +59,21 @@ def test_a_port_out_of_range_is_refused(flag, toy_base_path):
     assert result.stderr.splitlines() == [
         f"serve: error: flag --{name}={value}: {value} is not an integer in the range [0, 65535] "
         "(--helpshort lists the flags)"]
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--port=18590", "--rest_api_port=18590"],
+     "--port and --rest_api_port are both 18590: gRPC and REST need a port each."),
+    (["--host=198.51.100.1"],  # an address for documentation (RFC 5737): none of this machine
+     "--host 198.51.100.1: not an address of this machine (Cannot assign requested address); "
+     "use 127.0.0.1, 0.0.0.0 or an address of one of its interfaces"),
+])
+def test_an_address_that_cannot_be_served_is_refused_in_one_line_before_loading(
+        flags, message, toy_base_path):
+    # Both loaded the model first, then printed "[Errno 98] Address already in use" (naming
+    # no flag) or a gRPC log line and "Failed to bind ... set GRPC_VERBOSITY=debug".
+    result = subprocess.run([sys.executable, SERVE, f"--model_base_path={toy_base_path}",
+                             *flags], capture_output=True, text=True, timeout=120,
+                            env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+    assert result.returncode == 1
+    assert result.stderr.splitlines() == [f"serve: error: {message}"]

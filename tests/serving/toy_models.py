@@ -10,6 +10,8 @@ signatures that cover what the server must handle:
 - `tensorflow/serving/classify` (that method name too): serialized tf.Example `inputs` with
   float feature `x` -> `scores` `[[x, 1 - x]]` and `classes` `[["pos", "neg"]]`.
 - `tensorflow/serving/regress` (that method name too): the same `inputs` -> `outputs` `2 x`.
+- `fill`: `x [batch]` (float) and `width [batch]` (int32) -> `y [batch, max(width)]`,
+  `y[i, j] = x[i] / (j + 1)`: a request of a few bytes asks for an answer as large as it likes.
 
 Example:
     >>> write_toy_model("/tmp/models/toy", version=1)
@@ -43,6 +45,11 @@ class _ToyModel(tf.Module):
     def scale(self, x, factor):
         return {"y": x * factor[:, None]}
 
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.float32, name="x"),
+                                  tf.TensorSpec([None], tf.int32, name="width")])
+    def fill(self, x, width):
+        return {"y": x[:, None] / tf.range(1, tf.reduce_max(width) + 1, dtype=tf.float32)}
+
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="inputs")])
     def classify(self, inputs):
         features = tf.io.parse_example(inputs, {"x": tf.io.FixedLenFeature([], tf.float32)})
@@ -61,7 +68,7 @@ def write_toy_model(base_path, version):
     model = _ToyModel(version)
     path = os.path.join(base_path, str(version))
     tf.saved_model.save(model, path, signatures={"serving_default": model.predict,
-                                                 "scale": model.scale,
+                                                 "scale": model.scale, "fill": model.fill,
                                                  CLASSIFY_SIGNATURE: model.classify,
                                                  REGRESS_SIGNATURE: model.regress})
     set_method_names(path, {CLASSIFY_SIGNATURE: CLASSIFY_SIGNATURE,
