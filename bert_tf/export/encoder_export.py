@@ -34,6 +34,7 @@ Example:
 import tensorflow as tf
 from tensorflow.python.saved_model import save_context
 
+from bert_tf.export.backing_variables import backing_variables
 from bert_tf.export.keras_endpoint import keras_endpoint
 from bert_tf.export.serving_layout import make_world_readable
 from bert_tf.layers.portable_graphs import portable_graphs
@@ -72,8 +73,8 @@ def export_encoder(export_dir, model, vocab_file, do_lower_case):
     root.do_lower_case = tf.Variable(bool(do_lower_case), trainable=False, name="do_lower_case")
     # Every variable __call__ uses, including the dropout layers' RNG states, which no Keras
     # layer tracks for TensorFlow: without them here the SavedModel could not capture them.
-    root.variables = list(encoder.variables)
-    root.trainable_variables = list(encoder.trainable_variables)
+    root.variables = backing_variables(encoder.variables)
+    root.trainable_variables = backing_variables(encoder.trainable_variables)
     root.regularization_losses = []
 
     # `training` must be a Python bool: the SavedModel keeps one traced graph per value (with
@@ -101,7 +102,7 @@ def export_encoder(export_dir, model, vocab_file, do_lower_case):
     if pretrainer is not None:
         # The MLM head's weights are not among `variables`: __call__ does not use them, and
         # hub.KerasLayer would otherwise train (and warn about) weights without gradients.
-        root.mlm_variables = list(pretrainer.masked_lm.variables)
+        root.mlm_variables = backing_variables(pretrainer.masked_lm.variables)
         mlm_specs = input_specs(INPUT_KEYS + (MLM_POSITIONS_KEY,))
 
         @tf.function(input_signature=[mlm_specs], autograph=False)

@@ -48,6 +48,7 @@ import contextlib
 import tensorflow as tf
 
 from bert_tf.export import example_signatures
+from bert_tf.export.backing_variables import backing_variables
 from bert_tf.export.keras_endpoint import keras_endpoint
 from bert_tf.export.serving_layout import make_world_readable
 from bert_tf.export.text_inputs import (DEFAULT_PAD_TO_MULTIPLE_OF, RawTextPacker,
@@ -255,7 +256,7 @@ def export_task_model(export_dir, task, model, vocab_file, do_lower_case, seq_le
         root.seq_length = tf.Variable(seq_length, trainable=False, name="seq_length")
         # Tracked so that the SavedModel holds every variable the signatures capture (Keras
         # does not track its dropout RNG states for TensorFlow).
-        root.model_variables = list(model.variables)
+        root.model_variables = backing_variables(model.variables)
         root.serving_default = keras_endpoint(signatures["serving_default"])
         tf.saved_model.save(root, export_dir, signatures=signatures)
     example_signatures.set_method_names(export_dir, {

@@ -67,6 +67,50 @@ def test_a_fresh_process_with_only_tensorflow_runs_every_export(encoder_export_d
                                           err_msg=f"{job['name']}: {name}")
 
 
+def test_tf_servings_session_loader_runs_every_export(encoder_export_dir, task_exports,
+                                                      tmp_path):
+    # TF Serving loads a SavedModel into a session (restore op, init ops) and fetches the
+    # signature's tensors. With the Keras variables tracked as they were, the restore filled
+    # copies and every signature failed with "Could not find variable classifier/bias", while
+    # tf.saved_model.load worked (see bert_tf/export/backing_variables.py).
+    inputs = encoder_inputs([[2, 5, 6, 3], [2, 7, 8, 9, 3, 16, 3]], seq_length=9)
+    mlm_inputs = {**inputs, "masked_lm_positions": tf.constant([[1, 2], [3, 5]])}
+    encoder = tf.saved_model.load(encoder_export_dir)
+    jobs, expected = [], {}
+    for name, signature, feed in (("encoder", "serving_default", inputs),
+                                  ("mlm", "mlm", mlm_inputs)):
+        jobs.append({"path": encoder_export_dir, "function": signature, "name": name,
+                     "inputs": {key: ["int32", value.numpy().tolist()]
+                                for key, value in feed.items()}})
+        expected[name] = encoder.signatures[signature](**feed)
+    for task in sorted(task_exports):
+        feed = FEEDS[task]
+        jobs.append({"path": task_exports[task][0], "function": "serving_default", "name": task,
+                     "inputs": {name: ["string", value] for name, value in feed.items()}})
+        expected[task] = task_exports[task][1].signatures["serving_default"](
+            **{name: tf.constant(value) for name, value in feed.items()})
+    for job in jobs:
+        job["loader"] = "session"
+        job["outputs"] = str(tmp_path / f"{job['name']}.npz")
+    (tmp_path / "jobs.json").write_text(json.dumps(jobs))
+
+    result = subprocess.run([sys.executable, RUNNER, str(tmp_path / "jobs.json")],
+                            capture_output=True, text=True, timeout=900,
+                            env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+    assert result.returncode == 0, result.stderr[-3000:]
+    for job in jobs:
+        fresh = np.load(job["outputs"])
+        assert sorted(fresh.files) == sorted(expected[job["name"]])
+        for name, value in expected[job["name"]].items():
+            value = as_numpy(value)
+            if value.dtype.kind == "f":
+                np.testing.assert_allclose(fresh[name], value, atol=1e-5,
+                                           err_msg=f"{job['name']}: {name}")
+            else:
+                np.testing.assert_array_equal(fresh[name], value,
+                                              err_msg=f"{job['name']}: {name}")
+
+
 def test_graphs_need_only_core_ops_and_the_wordpiece_op(encoder_export_dir, task_exports):
     # TF Serving 2.12-2.20 builds carry tf.text's FastWordpieceTokenizeWithOffsets and no other
     # tf.text op (no RoundRobinTrim...): every export, Classify/Regress signatures included.
