@@ -465,47 +465,47 @@ def closed_by_server(connections, count=0):
         time.sleep(0.1)
 
 
+@contextlib.contextmanager
+def open_connections(port, count):
+    """`count` connections to the REST port on 127.0.0.1, closed after the block."""
+    connections = [socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT)
+                   for _ in range(count)]
+    try:
+        yield connections
+    finally:
+        for connection in connections:
+            connection.close()
+
+
 def test_idle_connections_hold_no_worker(toy_base_path):
     # 24 workers, up to 124 connections. Each idle connection held a worker until its idle
     # timeout: behind 100 of them a request waited 16.5 s.
     with toy_server(toy_base_path, max_batch_size=8, max_queued_requests=100) as server:
-        idle = [socket.create_connection(("127.0.0.1", server.rest_api_port), timeout=TIMEOUT)
-                for _ in range(100)]
-        try:
+        with open_connections(server.rest_api_port, 100) as idle:
             start = time.monotonic()
             status, _ = raw_http(server.rest_api_port, b"GET /v1/models/toy HTTP/1.1\r\n\r\n")
             waited = time.monotonic() - start
             assert status == 200
             assert waited < rest_service.IDLE_TIMEOUT_SECONDS / 2, f"waited {waited:.1f} s"
             assert closed_by_server(idle) == []  # served without closing any
-        finally:
-            for connection in idle:
-                connection.close()
 
 
 def test_the_longest_idle_connections_make_room_for_new_ones(toy_base_path):
     with toy_server(toy_base_path, max_batch_size=1, max_queued_requests=2) as server:
         most = server.options.num_request_threads + server.options.max_queued_requests
-        idle = [socket.create_connection(("127.0.0.1", server.rest_api_port), timeout=TIMEOUT)
-                for _ in range(40)]
-        try:
+        with open_connections(server.rest_api_port, 40) as idle:
             status, _ = raw_http(server.rest_api_port, b"GET /v1/models/toy HTTP/1.1\r\n\r\n")
             assert status == 200
             # At most `most` connections were open at once: each one more closed the oldest.
             closed = closed_by_server(idle, 40 - most + 1)
             assert closed == idle[:40 - most + 1]
-        finally:
-            for connection in idle:
-                connection.close()
 
 
 def test_connections_beyond_the_busy_workers_and_queue_get_503_at_once(toy_base_path):
     with toy_server(toy_base_path, max_batch_size=1, max_queued_requests=2) as server:
         most = server.options.num_request_threads + server.options.max_queued_requests
         # Clients stalled in the middle of their requests hold every worker and queue slot.
-        stalled = [socket.create_connection(("127.0.0.1", server.rest_api_port),
-                                            timeout=TIMEOUT) for _ in range(most)]
-        try:
+        with open_connections(server.rest_api_port, most) as stalled:
             for connection in stalled:
                 connection.sendall(b"POST /v1/models/toy:predict HTTP/1.1\r\nContent-Length: "
                                    b"1000\r\n\r\n{\"instances\"")
@@ -515,9 +515,6 @@ def test_connections_beyond_the_busy_workers_and_queue_get_503_at_once(toy_base_
             assert (status, answer["error"]) == (503, "The server is busy: every worker and "
                                                       "queue slot is taken; retry shortly.")
             assert time.monotonic() - start < rest_service.IDLE_TIMEOUT_SECONDS / 2
-        finally:
-            for connection in stalled:
-                connection.close()
         # Slots free up as the workers see the stalled clients go (within seconds at most).
         for _ in range(300):
             if raw_http(server.rest_api_port, b"GET /v1/models/toy HTTP/1.1\r\n\r\n")[0] == 200:
