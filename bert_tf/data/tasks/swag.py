@@ -96,11 +96,23 @@ def _error(path, line, message):
     return SwagFormatError(f"{path}:{line}: {message}")
 
 
+def _utf8_lines(path, binary):
+    """The lines of the open binary file, decoded one by one: a byte that is not UTF-8 is
+    named with its own line (decoded a block at a time, the error could only say "near" a line,
+    and named the block's first: line 1 for a bad byte on line 40)."""
+    for number, raw in enumerate(binary, start=1):
+        try:
+            yield raw.decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise SwagFormatError(f"{path}:{number}: not UTF-8 text ({error.reason} at byte "
+                                  f"{error.start} of the line)") from None
+
+
 def read_swag(path, require_labels):
     """The examples of the SWAG CSV file `path` (UTF-8, with a header row). Raises
     `SwagFormatError` naming the file, line and column of the first problem."""
-    with open(path, encoding="utf-8", newline="") as f:
-        reader = csv.reader(f)
+    with open(path, "rb") as f:
+        reader = csv.reader(_utf8_lines(path, f))
         try:
             header = next(reader, None)
             if not header:
@@ -147,10 +159,6 @@ def read_swag(path, require_labels):
                 examples.lines.append(line)
                 examples.ids.append(row[columns[ID_COLUMN]] if ID_COLUMN in columns
                                     else str(line))
-        except UnicodeDecodeError as error:
-            raise SwagFormatError(f"{path}: not UTF-8 text ({error.reason} at byte "
-                                  f"{error.start} of a block near line {reader.line_num + 1})"
-                                  ) from None
         except csv.Error as error:
             raise _error(path, reader.line_num, f"not CSV: {error}") from None
     if not examples.contexts:

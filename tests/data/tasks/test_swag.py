@@ -74,8 +74,12 @@ def test_bad_input_names_file_line_and_column(tmp_path, text, message):
         read_swag(write(tmp_path, text), require_labels=True)
 
 
-def test_not_utf8(tmp_path):
-    path = write(tmp_path, "sent1,sent2,ending0,ending1,label\nCafé,b,c,d,1\n",
+def test_not_utf8_names_its_line(tmp_path):
+    # Decoded a block at a time, a bad byte on line 40 was reported "near line 1".
+    rows = "".join(f"s{i},t,c,d,1\n" for i in range(38))
+    path = write(tmp_path, f"sent1,sent2,ending0,ending1,label\n{rows}Café,b,c,d,1\n",
                  encoding="latin-1")
-    with pytest.raises(SwagFormatError, match=r"val.csv: not UTF-8 text"):
+    with pytest.raises(SwagFormatError,
+                       match=r"val.csv:40: not UTF-8 text \(invalid continuation byte at byte "
+                             r"3 of the line\)"):
         read_swag(path, require_labels=True)
