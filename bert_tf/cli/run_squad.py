@@ -146,13 +146,13 @@ def _predict_answers(tuner, examples, features):
 
 
 def _write_predictions(answers, predictions, null_odds):
-    common.write_json(PREDICTIONS_FILE, predictions, ensure_ascii=False)
+    path = common.write_json(PREDICTIONS_FILE, predictions, ensure_ascii=False)
     common.write_json(NBEST_FILE,
                       {qid: answer["nbest"] for qid, answer in answers.items()},
                       ensure_ascii=False)
     if null_odds is not None:
         common.write_json(NULL_ODDS_FILE, null_odds, ensure_ascii=False)
-    logger.info("Wrote predictions for %d questions to %s", len(answers), FLAGS.output_dir)
+    print(f"Wrote predictions for {len(answers)} questions to {path}")
 
 
 def _null_odds(answers):
@@ -220,6 +220,10 @@ def main():
                        "num_features": len(features)}
             path = common.write_results(results, tuner.step)
             logger.info("Eval results (%s): %s", path, results)
+            # v1.1 reports exact_match, v2.0 exact (each the official script's name).
+            exact = results.get("exact_match", results.get("exact"))
+            print(f"eval exact match = {exact:.2f}, F1 = {results['f1']:.2f} "
+                  f"({len(examples)} questions; {path})")
     return 0
 
 

@@ -62,13 +62,25 @@ def trained(pretrained, tmp_path_factory):
         "--do_train", "--do_eval", "--do_predict", f"--train_file={data}", f"--predict_file={data}",
         "--num_train_epochs=25", *SQUAD_FLAGS)
     assert result.returncode == 0, result.stderr[-3000:]
-    return {"output_dir": output_dir, "data": data, "dataset": dataset, "stderr": result.stderr}
+    return {"output_dir": output_dir, "data": data, "dataset": dataset, "stderr": result.stderr,
+            "stdout": result.stdout}
 
 
 def test_reports_skipped_training_questions(trained):
     assert ("skipped 2 training questions (used 7): answer text not found at answer_start: 1 "
             "(e.g. shifted); answer starts or ends inside a word piece: 1 (e.g. inside)"
             in trained["stderr"])
+
+
+def test_the_summary_is_on_stdout(trained):
+    # As the other fine-tuning tools: the scores and what was written, without the log.
+    results = read_json(trained["output_dir"], "eval_results.json")
+    path = os.path.join(trained["output_dir"], "eval_results.json")
+    predictions = os.path.join(trained["output_dir"], "predictions.json")
+    assert trained["stdout"].splitlines()[-2:] == [
+        f"Wrote predictions for 9 questions to {predictions}",
+        f"eval exact match = {results['exact_match']:.2f}, F1 = {results['f1']:.2f} "
+        f"(9 questions; {path})"]
 
 
 def test_predictions_come_from_the_contexts_and_are_scored_officially(trained):
