@@ -36,6 +36,7 @@ from bert_tf.thread_pools import ops_side_by_side_on_cores
 from bert_tf.training.optimizers import create_optimizer
 from bert_tf.training.schedule import WarmupPolynomialDecay
 from bert_tf.training.summaries import ScalarSummaries, optimizer_step, passed_a_multiple
+from bert_tf.training.termination import TrainingTerminated, recording_sigterm, single_process
 
 logger = logging.getLogger("bert_tf.training")
 
@@ -53,12 +54,17 @@ def fine_tuning_optimizer(model, learning_rate, num_train_steps, warmup_proporti
 class _SaveEverySteps(keras.callbacks.Callback):
     """Saves a checkpoint every `steps` optimizer steps, and at the end of training. With
     several steps per host call (`steps_per_execution`), at the end of the call that passes a
-    multiple of `steps`."""
+    multiple of `steps`.
 
-    def __init__(self, manager, steps):
+    When `terminated` (a `termination.recording_sigterm` record) is true at the end of a host
+    call, saves at that step and stops training (`stopped_at`: the step and checkpoint)."""
+
+    def __init__(self, manager, steps, terminated=None):
         super().__init__()
         self.manager = manager
         self.steps = steps
+        self.terminated = terminated
+        self.stopped_at = None
         self._saved_step = None
 
     def _save(self, step):
@@ -72,6 +78,11 @@ class _SaveEverySteps(keras.callbacks.Callback):
         step = optimizer_step(self.model)
         if passed_a_multiple(self._saved_step, step, self.steps):
             self._save(step)
+        if self.terminated and not self.model.stop_training:
+            if step != self._saved_step:
+                self._save(step)
+            self.stopped_at = step, self.manager.latest_checkpoint
+            self.model.stop_training = True
 
     def on_train_end(self, logs=None):
         step = optimizer_step(self.model)
@@ -171,18 +182,26 @@ class FineTuner:
         if start_step >= self.num_train_steps:
             logger.info("%s is already trained (%d steps)", self.output_dir, start_step)
             return None
-        callbacks = [_SaveEverySteps(self.manager, self.steps_per_checkpoint),
-                     ScalarSummaries(self.output_dir), _RealStepsProgbar()]
-        # One pass of the steps left: the progress bar's total and ETA are the real count
-        # (of this run: resumed at step 7 of 12, it counts to 5).
-        # The batches end there too: with several steps per host call, Keras' last call stops
-        # at the end of the data, not at the next multiple of `steps_per_execution`.
-        steps = self.num_train_steps - start_step
-        return self.model.fit(without_autotuning(dataset_fn(start_step).take(steps)), epochs=1,
-                              steps_per_epoch=steps,
-                              callbacks=callbacks,
-                              shuffle=False,  # the dataset is shuffled (and resumable) already
-                              verbose=verbose)
+        # SIGTERM (preemption) saves at the end of the host call and raises TrainingTerminated
+        # instead of returning; multi-worker, it still ends the process at once (see
+        # `recording_sigterm`).
+        strategy = getattr(self.model, "distribute_strategy", None) or tf.distribute.get_strategy()
+        with recording_sigterm(single_process(strategy)) as terminated:
+            saving = _SaveEverySteps(self.manager, self.steps_per_checkpoint, terminated)
+            callbacks = [saving, ScalarSummaries(self.output_dir), _RealStepsProgbar()]
+            # One pass of the steps left: the progress bar's total and ETA are the real count
+            # (of this run: resumed at step 7 of 12, it counts to 5).
+            # The batches end there too: with several steps per host call, Keras' last call
+            # stops at the end of the data, not at the next multiple of `steps_per_execution`.
+            steps = self.num_train_steps - start_step
+            history = self.model.fit(
+                without_autotuning(dataset_fn(start_step).take(steps)), epochs=1,
+                steps_per_epoch=steps, callbacks=callbacks,
+                shuffle=False,  # the dataset is shuffled (and resumable) already
+                verbose=verbose)
+        if saving.stopped_at and saving.stopped_at[0] < self.num_train_steps:
+            raise TrainingTerminated(terminated.signum, *saving.stopped_at)
+        return history
 
     def predict(self, dataset, max_seq_length, sequence_outputs=(), verbose=1):
         """See `predict_padded`."""

@@ -18,6 +18,7 @@ from bert_tf.training.pretraining_objective import (STATISTICS, pretraining_loss
 from bert_tf.training.resumable_progbar import ResumableProgbar
 from bert_tf.training.schedule import WarmupPolynomialDecay
 from bert_tf.training.summaries import write_scalars
+from bert_tf.training.termination import TrainingTerminated, recording_sigterm, single_process
 
 logger = logging.getLogger("bert_tf.training")
 
@@ -231,24 +232,30 @@ class PretrainingTrainer:
                                    stateful_metrics=_PROGRESS_METRICS)
         progbar.update(step)
         metrics = {}
-        while step < self.num_train_steps:
-            num_steps = min(steps_per_execution, self.num_train_steps - step,
-                            save_checkpoints_steps - step % save_checkpoints_steps)
-            started = time.perf_counter()
-            totals = self.train_steps(iterator, tf.constant(num_steps)).numpy()
-            seconds = time.perf_counter() - started
-            step += num_steps
-            metrics = pretraining_metrics(dict(zip(STATISTICS, totals)))
-            write_scalars(writer, step, {
-                **metrics, "learning_rate": float(self.learning_rate(step - 1)),
-                "examples_per_second": num_steps * self.global_batch_size / seconds,
-                "steps_per_second": num_steps / seconds})
-            writer.flush()  # a killed job keeps its curve up to the kill
-            progbar.update(step, [(name, metrics[name]) for name in _PROGRESS_METRICS])
-            if step % save_checkpoints_steps == 0 or step == self.num_train_steps:
-                manager.save(checkpoint_number=step)
-                if after_checkpoint:
-                    after_checkpoint(step)
+        # SIGTERM (preemption) saves at the end of the host call and raises TrainingTerminated;
+        # multi-worker, it still ends the process at once (see `recording_sigterm`).
+        with recording_sigterm(single_process(self.strategy)) as terminated:
+            while step < self.num_train_steps:
+                num_steps = min(steps_per_execution, self.num_train_steps - step,
+                                save_checkpoints_steps - step % save_checkpoints_steps)
+                started = time.perf_counter()
+                totals = self.train_steps(iterator, tf.constant(num_steps)).numpy()
+                seconds = time.perf_counter() - started
+                step += num_steps
+                metrics = pretraining_metrics(dict(zip(STATISTICS, totals)))
+                write_scalars(writer, step, {
+                    **metrics, "learning_rate": float(self.learning_rate(step - 1)),
+                    "examples_per_second": num_steps * self.global_batch_size / seconds,
+                    "steps_per_second": num_steps / seconds})
+                writer.flush()  # a killed job keeps its curve up to the kill
+                progbar.update(step, [(name, metrics[name]) for name in _PROGRESS_METRICS])
+                stopping = bool(terminated) and step < self.num_train_steps
+                if stopping or step % save_checkpoints_steps == 0 or step == self.num_train_steps:
+                    saved = manager.save(checkpoint_number=step)
+                    if stopping:  # no evaluation: the grace period before SIGKILL is short
+                        raise TrainingTerminated(terminated.signum, step, saved)
+                    if after_checkpoint:
+                        after_checkpoint(step)
         writer.flush()
         if not chief:
             if tf.io.gfile.exists(manager.directory):  # local or gs://

@@ -1,0 +1,169 @@
+"""SIGTERM (preemption) during training: a checkpoint at the step reached, one line, a non-zero
+exit, and the same command then resumes to the end.
+
+Each test runs a tiny training in a subprocess through `run_tool` (the tools' exit path): this
+module run as a program (`--kind=pretraining|fine_tuning --output_dir=...`). Each batch sleeps a
+little so that a run lasts long enough to be interrupted; the test waits for a TensorBoard
+scalar (written after a host call, once training runs) before sending SIGTERM.
+"""
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+NUM_TRAIN_STEPS = 300
+SAVE_CHECKPOINTS_STEPS = 1000  # never due before the end: a checkpoint before it is SIGTERM's
+SECONDS_PER_BATCH = 0.02
+LINE = re.compile(r"^\S+: error: terminated \(SIGTERM\) at step (\d+): saved (\S+/ckpt-(\d+)); "
+                  r"run the same command to resume$", re.MULTILINE)
+
+
+def _slowed(dataset):
+    """`dataset`, each element made to wait `SECONDS_PER_BATCH` first."""
+    import tensorflow as tf
+
+    def sleep():
+        time.sleep(SECONDS_PER_BATCH)
+        return 0
+
+    def slowed(*element):
+        with tf.control_dependencies([tf.numpy_function(sleep, [], tf.int64)]):
+            element = tf.nest.map_structure(tf.identity, element)
+        return element if len(element) > 1 else element[0]
+
+    return dataset.map(slowed)
+
+
+def _pretrain(output_dir, input_file):
+    import tensorflow as tf
+
+    from bert_tf.data.pretraining.records_dataset import training_dataset
+    from bert_tf.training.pretraining_trainer import PretrainingTrainer
+    from tests.training.test_pretraining_trainer import BATCH, CONFIG, PREDICTIONS, SEQ
+
+    trainer = PretrainingTrainer(tf.distribute.get_strategy(), CONFIG, global_batch_size=BATCH,
+                                 num_train_steps=NUM_TRAIN_STEPS, jit_compile=False)
+    trainer.train(lambda context, start_step: _slowed(training_dataset(
+        [input_file], BATCH, SEQ, PREDICTIONS, context, start_step=start_step)), output_dir,
+        save_checkpoints_steps=SAVE_CHECKPOINTS_STEPS, progress=False)
+    print(f"done at step {int(trainer.global_step.numpy())}", flush=True)
+
+
+def _fine_tune(output_dir):
+    import keras
+
+    from bert_tf import BertClassifier
+    from bert_tf.training.fine_tuning import FineTuner
+    from tests.models.head_fixtures import tiny_encoder
+    from tests.training.test_fine_tuning import _dataset_fn
+
+    classifier = BertClassifier(tiny_encoder(seed=1), num_classes=2)
+    tuner = FineTuner(classifier, output_dir, num_train_steps=NUM_TRAIN_STEPS, learning_rate=1e-3,
+                      loss={"logits": keras.losses.SparseCategoricalCrossentropy(from_logits=True)},
+                      steps_per_checkpoint=SAVE_CHECKPOINTS_STEPS, steps_per_execution=2)
+    batches = _dataset_fn()
+    tuner.train(lambda start_step: _slowed(batches(start_step)), verbose=0)
+    print(f"done at step {tuner.step}", flush=True)
+
+
+def _run(kind, output_dir, input_file=""):
+    return subprocess.Popen(
+        [sys.executable, "-m", "tests.training.test_preemption", f"--kind={kind}",
+         f"--output_dir={output_dir}", f"--input_file={input_file}"],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "KERAS_BACKEND": "tensorflow", "TF_CPP_MIN_LOG_LEVEL": "2",
+             "PYTHONPATH": ROOT})
+
+
+def _latest_summary_step(log_dir):
+    """The highest step of the TensorBoard events in `log_dir` so far (-1 if none)."""
+    import tensorflow as tf
+
+    step = -1
+    for name in tf.io.gfile.listdir(log_dir) if os.path.isdir(log_dir) else []:
+        try:
+            for event in tf.compat.v1.train.summary_iterator(os.path.join(log_dir, name)):
+                step = max(step, event.step)
+        except tf.errors.DataLossError:  # a record being written
+            pass
+    return step
+
+
+def _terminate_after_step(process, log_dir, min_step, timeout=600):
+    deadline = time.monotonic() + timeout
+    while _latest_summary_step(log_dir) < min_step:
+        if process.poll() is not None:
+            pytest.fail(f"ended before step {min_step}: {process.communicate()}")
+        if time.monotonic() > deadline:
+            process.kill()
+            pytest.fail(f"no step {min_step} within {timeout} s: {process.communicate()}")
+        time.sleep(0.2)
+    process.send_signal(signal.SIGTERM)
+    return process.communicate(timeout=timeout)
+
+
+def _check_preempted_then_resumed(kind, output_dir, min_step, input_file=""):
+    import tensorflow as tf
+
+    process = _run(kind, output_dir, input_file)
+    _, stderr = _terminate_after_step(process, os.path.join(output_dir, "train"), min_step)
+    assert process.returncode == 1, stderr
+    match = LINE.search(stderr)
+    assert match, stderr
+    step = int(match.group(1))
+    assert min_step <= step < NUM_TRAIN_STEPS and int(match.group(3)) == step
+    assert match.group(2) == os.path.join(output_dir, f"ckpt-{step}")
+    assert tf.train.latest_checkpoint(output_dir) == match.group(2)
+
+    resumed = _run(kind, output_dir, input_file)
+    stdout, stderr = resumed.communicate(timeout=600)
+    assert resumed.returncode == 0, stderr
+    assert f"done at step {NUM_TRAIN_STEPS}" in stdout
+    assert "terminated" not in stderr
+    assert tf.train.latest_checkpoint(output_dir) == os.path.join(
+        output_dir, f"ckpt-{NUM_TRAIN_STEPS}")
+    return step
+
+
+def test_pretraining_saves_and_stops_on_sigterm_then_resumes(tmp_path):
+    from tests.data.pretraining.records import write_pretraining_records
+    from tests.training.test_pretraining_trainer import PREDICTIONS, SEQ
+
+    input_file = str(tmp_path / "train.tfrecord")
+    write_pretraining_records(input_file, 64, SEQ, PREDICTIONS, vocab_size=40)
+    _check_preempted_then_resumed("pretraining", str(tmp_path / "out"), 3, input_file)
+
+
+def test_fine_tuning_saves_and_stops_on_sigterm_then_resumes(tmp_path):
+    # ScalarSummaries writes every 50 steps: the first write is the sign training runs.
+    _check_preempted_then_resumed("fine_tuning", str(tmp_path / "out"), 50)
+
+
+def _main():
+    from absl import flags
+
+    from bert_tf.cli.app import run_tool
+
+    def define_flags():
+        flags.DEFINE_enum("kind", None, ["pretraining", "fine_tuning"], "what to train")
+        flags.DEFINE_string("output_dir", None, "checkpoints and logs")
+        flags.DEFINE_string("input_file", "", "pre-training records")
+
+    def main():
+        values = flags.FLAGS
+        if values.kind == "pretraining":
+            _pretrain(values.output_dir, values.input_file)
+        else:
+            _fine_tune(values.output_dir)
+
+    run_tool(main, define_flags)
+
+
+if __name__ == "__main__":
+    _main()
