@@ -60,6 +60,34 @@ def define_flags():
     flags.mark_flags_as_required(["export_type", "output_dir"])
 
 
+def _check_flags():
+    """Refuses, before minutes of loading and tracing, what the export would refuse after
+    them: a --version below 1, an --output_dir under a file, a --seq_length below 3 (its
+    upper bound needs the model), and --seq_length or --text_pairs given to an export that
+    does not use them."""
+    from bert_tf.cli.path_checks import output_dir_problem
+    from bert_tf.export.text_inputs import check_seq_length
+
+    problems = []
+    if FLAGS.version is not None and FLAGS.version < 1:
+        problems.append(f"--version must be a positive integer, got {FLAGS.version}")
+    if problem := output_dir_problem("output_dir", FLAGS.output_dir):
+        problems.append(problem)
+    if FLAGS.export_type in ("encoder", "encoder_with_mlm") and FLAGS["seq_length"].present:
+        problems.append(f"--seq_length applies to the preprocess and task exports; the "
+                        f"{FLAGS.export_type} export takes any length up to the encoder's "
+                        f"max_position_embeddings")
+    else:
+        check_seq_length(FLAGS.seq_length)  # its own one-line ValueError
+    if FLAGS.text_pairs and FLAGS.export_type != "classifier":
+        problems.append(f"--text_pairs applies to the classifier export, not to "
+                        f"{FLAGS.export_type}")
+    if FLAGS.label_names and len(set(FLAGS.label_names)) < len(FLAGS.label_names):
+        problems.append(f"--label_names names two classes alike: {','.join(FLAGS.label_names)}")
+    if problems:
+        raise app.UsageError("; ".join(problems))
+
+
 def _writer():
     """A function writing the requested SavedModel into a directory."""
     from bert_tf.checkpoints import has_pretraining_heads, load_model
@@ -125,6 +153,7 @@ def main():
     from bert_tf.export import write_version
 
     started = time.monotonic()
+    _check_flags()
     writer = _writer()
     _stage(f"tracing the signatures and writing the SavedModel under {FLAGS.output_dir}")
     path = write_version(FLAGS.output_dir, writer, version=FLAGS.version)

@@ -57,6 +57,37 @@ def test_preprocess_refuses_a_seq_length_too_short_in_one_line(tmp_path, seq_len
     assert not os.path.exists(base)
 
 
+@pytest.mark.parametrize("flags, message", [
+    (["--export_type=encoder", "--seq_length=-3"],
+     "--seq_length applies to the preprocess and task exports; the encoder export takes any "
+     "length up to the encoder's max_position_embeddings"),
+    (["--export_type=classifier", "--version=0"], "--version must be a positive integer, got 0"),
+    (["--export_type=ner", "--text_pairs"], "--text_pairs applies to the classifier export, not "
+                                            "to ner"),
+    (["--export_type=classifier", "--label_names=a,b,a"],
+     "--label_names names two classes alike: a,b,a"),
+])
+def test_flags_an_export_would_refuse_after_loading_are_refused_first(tmp_path, flags, message):
+    # Before: refused after loading the model and tracing its signatures (5-10 s), or, for the
+    # encoder's --seq_length, ignored without a word.
+    base = tmp_path / "model"
+    result = run_tool("export_savedmodel.py", *flags, f"--init_checkpoint={tmp_path / 'none'}",
+                      f"--output_dir={base}")
+    assert result.returncode == 1
+    assert len(result.stderr.splitlines()) == 1 and message in result.stderr, result.stderr
+    assert not os.path.exists(base)
+
+
+def test_an_output_dir_under_a_file_is_refused_first(tmp_path):
+    (tmp_path / "notes.txt").write_text("mine")
+    result = run_tool("export_savedmodel.py", "--export_type=classifier",
+                      f"--init_checkpoint={tmp_path / 'none'}",
+                      f"--output_dir={tmp_path / 'notes.txt' / 'model'}")
+    assert result.returncode == 1
+    assert "notes.txt is a file, not a directory" in result.stderr
+    assert (tmp_path / "notes.txt").read_text() == "mine"
+
+
 def test_encoder_with_mlm_says_the_checkpoint_has_no_masked_lm_head(tmp_path):
     checkpoint_dir = str(tmp_path / "encoder_only")
     save_checkpoint(checkpoint_dir, BertEncoder(tiny_config(num_hidden_layers=1)),
