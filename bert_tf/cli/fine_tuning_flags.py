@@ -231,6 +231,12 @@ def encoder_from_flags():
                                FLAGS.mixed_precision, FLAGS.max_seq_length)
 
 
+# The flags a run's checkpoints follow: with --do_train, a run in --output_dir trained with
+# other values is refused rather than resumed (`check_existing_run`).
+TRAINING_SETTINGS = ("learning_rate", "train_batch_size", "num_train_epochs", "num_train_steps",
+                     "warmup_proportion", "max_seq_length", "seed")
+
+
 def prepare_output_dir(encoder, vocab_file, tool, task=None):
     """Writes `bert_config.json`, `vocab.txt`, `run.json` and the casing
     (`do_lower_case_from_flags`) into --output_dir (`record_run`:
@@ -241,7 +247,8 @@ def prepare_output_dir(encoder, vocab_file, tool, task=None):
     It checks, so that nothing is written otherwise: that the
     encoder's vocab_size fits the vocabulary, that --output_dir holds no run of another model
     or task (`check_existing_run`; `tool` and `task`, e.g. "run_classifier" and "SST-2", name
-    this run's) and, without --do_train, that it has a checkpoint to use.
+    this run's) nor, with --do_train, one trained with other `TRAINING_SETTINGS`, and, without
+    --do_train, that it has a checkpoint to use.
 
     Example (in run_classifier):
         common.prepare_output_dir(encoder, vocab_file, "run_classifier", task.name)
@@ -256,9 +263,11 @@ def prepare_output_dir(encoder, vocab_file, tool, task=None):
     if not FLAGS.do_train and not tf.train.latest_checkpoint(FLAGS.output_dir):
         raise app.UsageError(f"--do_eval/--do_predict without --do_train needs a fine-tuned "
                              f"checkpoint in --output_dir {FLAGS.output_dir}; it has none")
-    check_existing_run(FLAGS.output_dir, encoder.config, vocab_file, tool, task)
+    training = ({name: FLAGS[name].value for name in TRAINING_SETTINGS} if FLAGS.do_train
+                else None)
+    check_existing_run(FLAGS.output_dir, encoder.config, vocab_file, tool, task, training)
     record_run(FLAGS.output_dir, encoder.config, vocab_file, tool, task,
-               do_lower_case_from_flags())
+               do_lower_case_from_flags(), training)
 
 
 def num_train_steps(num_examples):

@@ -3,10 +3,11 @@
 Beside its checkpoints a training tool writes `bert_config.json` and `vocab.txt` (what makes
 them complete for every tool's `--init_checkpoint`), `tokenizer_config.json` (the lower-casing
 its text had, in Hugging Face's format: what later runs and exports of it default to) and
-`run.json` (the tool and task that trained them), and it resumes from the latest checkpoint
-when run again. Run again with another model, vocabulary or task, it would overwrite the first
-two and then "resume" weights that do not fit (a restore error deep inside TensorFlow) or, of a
-task with as many labels, that fit silently. So a tool calls `check_existing_run` before
+`run.json` (the tool and task that trained them, and a fine-tuning run's training flags), and
+it resumes from the latest checkpoint when run again. Run again with another model, vocabulary
+or task, it would overwrite the first two and then "resume" weights that do not fit (a restore
+error deep inside TensorFlow) or, of a task with as many labels, that fit silently; with other
+training flags, it would continue a schedule the checkpoints did not start. So a tool calls `check_existing_run` before
 writing anything: a directory holding a run of anything else is refused in one line naming
 what differs, and left as it is. `record_run` then writes the files. A directory holding files
 of the names a run writes but no run of this package (someone's own `eval_results.json`, an
@@ -43,8 +44,9 @@ WRITTEN_FILES = (CONFIG_FILE, VOCAB_FILE, TOKENIZER_CONFIG_FILE, RUN_FILE, EVAL_
                  "train", "eval")
 
 
-def _run_record(tool, task):
-    return {"tool": tool, **({"task": task} if task else {})}
+def _run_record(tool, task, training=None):
+    return {"tool": tool, **({"task": task} if task else {}),
+            **({"training": training} if training else {})}
 
 
 def _described(record):
@@ -69,16 +71,39 @@ def _task_differences(output_dir, tool, task):
     if not tf.io.gfile.exists(run_path):
         return []
     recorded, ours = read_json_file(run_path), _run_record(tool, task)
-    if recorded == ours:
+    if isinstance(recorded, dict) and all(recorded.get(key) == ours.get(key)
+                                          for key in ("tool", "task")):
         return []
     return [f"trained by {_described(recorded)} ({RUN_FILE}), this run is {_described(ours)}"]
 
 
-def check_existing_run(output_dir, config, vocab_file, tool, task=None):
+def _training_differences(output_dir, training):
+    """`[difference]` between the training settings `output_dir`'s `run.json` records and
+    `training` (e.g. `{"learning_rate": 5e-05, ...}`), or `[]` (the same, or either unknown:
+    runs recorded before settings were)."""
+    run_path = os.path.join(output_dir, RUN_FILE)
+    if not training or not tf.io.gfile.exists(run_path):
+        return []
+    recorded = read_json_file(run_path)
+    theirs = recorded.get("training") if isinstance(recorded, dict) else None
+    if not theirs:
+        return []
+    keys = [key for key in training if key in theirs and theirs[key] != training[key]]
+    if not keys:
+        return []
+    return ["--" + ", --".join(f"{key} {theirs[key]} there, {training[key]} here"
+                               for key in keys)]
+
+
+def check_existing_run(output_dir, config, vocab_file, tool, task=None, training=None):
     """Raises ValueError when `output_dir` (local or remote) holds a run of another model
-    (its `bert_config.json` differs from `config`, its `vocab.txt` from `vocab_file`) or task
-    (its `run.json` names another `tool` or `task`); the message names every difference. A
-    directory without these files, or with the same, passes: the run resumes there.
+    (its `bert_config.json` differs from `config`, its `vocab.txt` from `vocab_file`), task
+    (its `run.json` names another `tool` or `task`) or, given `training` (the settings of a
+    run that trains), other training settings: resumed with another learning rate, batch size
+    or length, the checkpoints would continue a schedule they did not start, and a finished
+    run would re-report its old metrics as the new settings'. The message names every
+    difference. A directory without these files, or with the same, passes: the run resumes
+    there.
 
     Example:
         >>> check_existing_run("/tmp/pre", BertConfig.from_name("bert_mini"), None,
@@ -88,7 +113,8 @@ def check_existing_run(output_dir, config, vocab_file, tool, task=None):
     """
     config_path, vocab_path = (os.path.join(output_dir, name)
                                for name in (CONFIG_FILE, VOCAB_FILE))
-    differences = {"model": [], "task": _task_differences(output_dir, tool, task)}
+    differences = {"model": [], "task": _task_differences(output_dir, tool, task),
+                   "training": _training_differences(output_dir, training)}
     if tf.io.gfile.exists(config_path):
         differences["model"].append(_config_difference(config_path, config))
     if (vocab_file and os.path.abspath(vocab_file) != os.path.abspath(vocab_path)
@@ -109,17 +135,23 @@ def check_same_task(output_dir, tool, task=None):
         run_classifier SST-2 (run.json), this run is run_ner; use a new --output_dir
     """
     _refuse_differences(output_dir, {"model": [], "task": _task_differences(output_dir, tool,
-                                                                            task)})
+                                                                            task),
+                                     "training": []})
 
 
 def _refuse_differences(output_dir, differences):
     differences = {what: [found for found in listed if found]
                    for what, listed in differences.items()}
-    if any(differences.values()):
-        what = " and ".join(name for name, listed in differences.items() if listed)
-        raise ValueError(f"--output_dir {output_dir} holds a run of another {what}: "
+    other = " and ".join(name for name in ("model", "task") if differences[name])
+    if other:  # its training settings do not matter then
+        raise ValueError(f"--output_dir {output_dir} holds a run of another {other}: "
                          f"{'; '.join(differences['model'] + differences['task'])}; use a new "
                          f"--output_dir")
+    if differences["training"]:
+        raise ValueError(f"--output_dir {output_dir} holds a run with other training settings: "
+                         f"{'; '.join(differences['training'])}; use a new --output_dir "
+                         f"(--init_checkpoint={output_dir} starts from its weights), or its own "
+                         f"flags to resume it")
 
 
 def is_run_output(name, outputs=()):
@@ -165,9 +197,11 @@ def other_files_problem(output_dir, outputs=()):
             f"; use another --output_dir")
 
 
-def record_run(output_dir, config, vocab_file, tool, task=None, do_lower_case=None):
+def record_run(output_dir, config, vocab_file, tool, task=None, do_lower_case=None,
+               training=None):
     """Writes `bert_config.json`, a copy of `vocab_file` (`write_model_files`) and, when the
-    run starts (`output_dir` has no checkpoint yet), `run.json` (`tool`, `task`) and, unless
+    run starts (`output_dir` has no checkpoint yet), `run.json` (`tool`, `task`, the
+    `training` settings if given) and, unless
     `do_lower_case` is None, `tokenizer_config.json` (`{"do_lower_case": ...}`) into
     `output_dir`; after `check_existing_run` passed. A run begun before these existed is not
     recorded afterwards: what trained it is not known (`FineTuner` refuses to resume a
@@ -175,5 +209,5 @@ def record_run(output_dir, config, vocab_file, tool, task=None, do_lower_case=No
     starting = not tf.train.latest_checkpoint(output_dir)
     if starting:  # first: the files below, without it, would not be a run (`holds_run`)
         makedirs(output_dir)
-        write_json(os.path.join(output_dir, RUN_FILE), _run_record(tool, task))
+        write_json(os.path.join(output_dir, RUN_FILE), _run_record(tool, task, training))
     write_model_files(output_dir, config, vocab_file, do_lower_case if starting else None)

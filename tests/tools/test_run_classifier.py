@@ -226,6 +226,28 @@ def test_a_run_of_another_task_or_model_in_output_dir_is_refused_and_kept(worksp
     assert _files(output_dir) == before
 
 
+def test_a_run_trained_with_other_settings_is_refused_and_kept(workspace, sst2_run, tmp_path):
+    # Resumed (or, finished, "already trained" with its old metrics reported as new) whatever
+    # the learning rate or batch asked: a trap when tuning.
+    output_dir = _copy_of_run(sst2_run[0], tmp_path / "run")
+    before = _files(output_dir)
+    flags = [flag for flag in TRAIN_FLAGS if not flag.startswith("--learning_rate")]
+    result = run_tool("run_classifier.py", *workspace["model"], *flags, "--learning_rate=0.5",
+                      f"--data_dir={workspace['sst2']}", f"--output_dir={output_dir}",
+                      "--do_train", "--do_eval")
+    assert result.returncode == 1
+    error = result.stderr.strip().splitlines()[-1]  # after the random-weights warning
+    assert error.startswith(
+        f"run_classifier: error: --output_dir {output_dir} holds a run with other training "
+        f"settings: --learning_rate 0.002 there, 0.5 here; use a new --output_dir"), error
+    assert _files(output_dir) == before
+    # Evaluating it does not train: its training flags are not asked.
+    result = run_tool("run_classifier.py", *workspace["model"], *flags, "--learning_rate=0.5",
+                      f"--data_dir={workspace['sst2']}", f"--output_dir={output_dir}",
+                      "--do_eval")
+    assert result.returncode == 0, result.stderr[-3000:]
+
+
 def test_an_output_dir_of_files_a_run_writes_but_no_run_is_refused_and_kept(workspace,
                                                                             tmp_path):
     """Someone's own results there, not a run of this package: a run would overwrite them."""

@@ -45,6 +45,30 @@ def test_a_new_run_is_recorded_and_the_same_run_passes_again(run_dir):
     check_existing_run(output_dir, tiny_config(), None, "run_pretraining")
 
 
+def test_a_run_trained_with_other_settings_is_refused(tmp_path):
+    # Resumed with another learning rate or batch, its checkpoints continued a schedule they
+    # had not started; a finished one re-reported its old metrics as the new settings'.
+    vocab_file = write_vocab(str(tmp_path))
+    output_dir = str(tmp_path / "run")
+    settings = {"learning_rate": 1e-4, "train_batch_size": 8, "num_train_steps": None}
+    record_run(output_dir, tiny_config(), vocab_file, "run_classifier", "SST-2",
+               training=settings)
+    assert json.load(open(os.path.join(output_dir, "run.json")))["training"] == settings
+    check_existing_run(output_dir, tiny_config(), vocab_file, "run_classifier", "SST-2",
+                       dict(settings))  # the same flags: it resumes
+    check_existing_run(output_dir, tiny_config(), vocab_file, "run_classifier", "SST-2")
+    before = _contents(output_dir)
+    with pytest.raises(ValueError) as error:
+        check_existing_run(output_dir, tiny_config(), vocab_file, "run_classifier", "SST-2",
+                           {**settings, "learning_rate": 1e-3, "train_batch_size": 16})
+    assert str(error.value) == (
+        f"--output_dir {output_dir} holds a run with other training settings: --learning_rate "
+        f"0.0001 there, 0.001 here, --train_batch_size 8 there, 16 here; use a new --output_dir "
+        f"(--init_checkpoint={output_dir} starts from its weights), or its own flags to resume "
+        f"it")
+    assert _contents(output_dir) == before
+
+
 @pytest.mark.parametrize("config, vocab, tool, task, message", [
     (tiny_config(num_hidden_layers=3), VOCAB, "run_classifier", "SST-2",
      "holds a run of another model: bert_config.json differs in num_hidden_layers (2 there, 3 "
