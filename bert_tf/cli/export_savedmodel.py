@@ -66,6 +66,7 @@ def _check_flags():
     upper bound needs the model), and --seq_length or --text_pairs given to an export that
     does not use them."""
     from bert_tf.cli.path_checks import output_dir_problem
+    from bert_tf.export.task_export import repeated_label_names
     from bert_tf.export.text_inputs import check_seq_length
 
     problems = []
@@ -82,7 +83,7 @@ def _check_flags():
     if FLAGS.text_pairs and FLAGS.export_type != "classifier":
         problems.append(f"--text_pairs applies to the classifier export, not to "
                         f"{FLAGS.export_type}")
-    if FLAGS.label_names and len(set(FLAGS.label_names)) < len(FLAGS.label_names):
+    if FLAGS.label_names and repeated_label_names(FLAGS.label_names):
         problems.append(f"--label_names names two classes alike: {','.join(FLAGS.label_names)}")
     if problems:
         raise app.UsageError("; ".join(problems))

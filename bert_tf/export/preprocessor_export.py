@@ -71,8 +71,8 @@ def export_preprocessor(output_dir, vocab_file, do_lower_case, seq_length=128,
     The loaded object is callable on a string tensor `[batch]` (→ the three int32
     `[batch, seq_length]` inputs, single segment), has `tokenize(strings)` (→ int32 RaggedTensor
     `[batch, words, pieces]`) and `bert_pack_inputs(list_of_tokenized, seq_length=N)` for 1 to 3
-    segments and any N (`seq_length` by default), the vocabulary as the asset `vocab_file`, and the variables
-    `do_lower_case` and `special_tokens_in_strings`. The `serving_default` signature maps
+    segments and any N (`seq_length` by default), the vocabulary as the asset `vocab_file`, and
+    the variables `do_lower_case` and `special_tokens_in_strings`. The `serving_default` signature maps
     `text` to the three inputs. `seq_length` must pass `check_seq_length`: at least 3.
     """
     check_seq_length(seq_length)

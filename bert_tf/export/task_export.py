@@ -201,6 +201,17 @@ class _ServingFunctions:
             serving_default, _strings("context") + _strings("choices", rank=2))}
 
 
+def repeated_label_names(label_names):
+    """The names `label_names` gives more than one class, sorted: a served `label_name` could
+    not tell those classes apart.
+
+    Example:
+        >>> repeated_label_names(["a", "b", "a"])
+        ['a']
+    """
+    return sorted({name for name in label_names if list(label_names).count(name) > 1})
+
+
 def export_task_model(export_dir, task, model, vocab_file, do_lower_case, seq_length=128,
                       text_pairs=False, label_names=None,
                       max_answer_length=DEFAULT_MAX_ANSWER_LENGTH,
@@ -239,8 +250,7 @@ def export_task_model(export_dir, task, model, vocab_file, do_lower_case, seq_le
     elif num_classes is None or len(label_names) != num_classes:
         raise ValueError(f"label_names gives {len(label_names)} name(s) but the {task} model "
                          f"has {num_classes or 'no'} classes.")
-    repeated = sorted({name for name in label_names if list(label_names).count(name) > 1})
-    if repeated:
+    if repeated := repeated_label_names(label_names):
         raise ValueError(f"label_names names two classes alike ({', '.join(repeated)}): a "
                          f"served label_name would not tell them apart.")
 

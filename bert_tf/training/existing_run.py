@@ -7,9 +7,9 @@ its text had, in Hugging Face's format: what later runs and exports of it defaul
 it resumes from the latest checkpoint when run again. Run again with another model, vocabulary
 or task, it would overwrite the first two and then "resume" weights that do not fit (a restore
 error deep inside TensorFlow) or, of a task with as many labels, that fit silently; with other
-training flags, it would continue a schedule the checkpoints did not start. So a tool calls `check_existing_run` before
-writing anything: a directory holding a run of anything else is refused in one line naming
-what differs, and left as it is. `record_run` then writes the files. A directory holding files
+training flags, it would continue a schedule the checkpoints did not start. So a tool calls
+`check_existing_run` before writing anything: a directory holding a run of anything else is
+refused in one line naming what differs, and left as it is. `record_run` then writes the files. A directory holding files
 of the names a run writes but no run of this package (someone's own `eval_results.json`, an
 original BERT's `checkpoint`) is refused before that, when the tool checks its flags
 (`other_files_problem`): the run would overwrite them.
@@ -64,29 +64,30 @@ def _config_difference(path, config):
         f"{key} ({theirs[key]} there, {ours[key]} here)" for key in keys)
 
 
-def _task_differences(output_dir, tool, task):
-    """`[difference]` between the run `output_dir`'s `run.json` records and this one (`tool`,
-    `task`), or `[]` when it records none or the same."""
+def _recorded_run(output_dir):
+    """What `output_dir`'s `run.json` records, or None when there is none."""
     run_path = os.path.join(output_dir, RUN_FILE)
-    if not tf.io.gfile.exists(run_path):
+    return read_json_file(run_path) if tf.io.gfile.exists(run_path) else None
+
+
+def _task_differences(recorded, tool, task):
+    """`[difference]` between the run `recorded` (`_recorded_run`) and this one (`tool`,
+    `task`), or `[]` when nothing is recorded or the same."""
+    if recorded is None:
         return []
-    recorded, ours = read_json_file(run_path), _run_record(tool, task)
+    ours = _run_record(tool, task)
     if isinstance(recorded, dict) and all(recorded.get(key) == ours.get(key)
                                           for key in ("tool", "task")):
         return []
     return [f"trained by {_described(recorded)} ({RUN_FILE}), this run is {_described(ours)}"]
 
 
-def _training_differences(output_dir, training):
-    """`[difference]` between the training settings `output_dir`'s `run.json` records and
-    `training` (e.g. `{"learning_rate": 5e-05, ...}`), or `[]` (the same, or either unknown:
-    runs recorded before settings were)."""
-    run_path = os.path.join(output_dir, RUN_FILE)
-    if not training or not tf.io.gfile.exists(run_path):
-        return []
-    recorded = read_json_file(run_path)
+def _training_differences(recorded, training):
+    """`[difference]` between the training settings the run `recorded` (`_recorded_run`) has
+    and `training` (e.g. `{"learning_rate": 5e-05, ...}`), or `[]` (the same, or either
+    unknown: runs recorded before settings were)."""
     theirs = recorded.get("training") if isinstance(recorded, dict) else None
-    if not theirs:
+    if not training or not theirs:
         return []
     keys = [key for key in training if key in theirs and theirs[key] != training[key]]
     if not keys:
@@ -113,8 +114,9 @@ def check_existing_run(output_dir, config, vocab_file, tool, task=None, training
     """
     config_path, vocab_path = (os.path.join(output_dir, name)
                                for name in (CONFIG_FILE, VOCAB_FILE))
-    differences = {"model": [], "task": _task_differences(output_dir, tool, task),
-                   "training": _training_differences(output_dir, training)}
+    recorded = _recorded_run(output_dir)
+    differences = {"model": [], "task": _task_differences(recorded, tool, task),
+                   "training": _training_differences(recorded, training)}
     if tf.io.gfile.exists(config_path):
         differences["model"].append(_config_difference(config_path, config))
     if (vocab_file and os.path.abspath(vocab_file) != os.path.abspath(vocab_path)
@@ -134,8 +136,9 @@ def check_same_task(output_dir, tool, task=None):
         ValueError: --output_dir /tmp/sst2 holds a run of another task: trained by
         run_classifier SST-2 (run.json), this run is run_ner; use a new --output_dir
     """
-    _refuse_differences(output_dir, {"model": [], "task": _task_differences(output_dir, tool,
-                                                                            task),
+    _refuse_differences(output_dir, {"model": [],
+                                     "task": _task_differences(_recorded_run(output_dir), tool,
+                                                               task),
                                      "training": []})
 
 
