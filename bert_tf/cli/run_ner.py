@@ -12,7 +12,8 @@ conll2003's dev), --tfds_predict_split; the labels are the names of the `ner` Cl
 As in the paper, each word is tokenized on its own and tagged by the logits at its first word
 piece; the other pieces are left out of the loss. A sentence longer than --max_seq_length pieces
 is split at word boundaries into several windows, so every word gets a prediction (the counts
-of split sentences are logged and written to eval_results.json).
+of split sentences are logged and written to eval_results.json). Evaluation data may hold tags
+the training data never had (a warning names them): their entities count as missed.
 
 Writes to --output_dir: checkpoints (resumable), `label_list.txt` (the classes, in order; what
 evaluation, prediction and `export_savedmodel.py --export_type=ner` reuse),
@@ -86,6 +87,14 @@ def _labels(train_sentences, train_path, dataset_labels=None):
     return conll.read_label_list(path)
 
 
+def _warn_of_tags_never_predicted(unknown, labels):
+    """Evaluation data may tag a type the training data never had (a subset of CoNLL trained
+    on, the full dev set evaluated): its entities count as missed, as seqeval scores them."""
+    if unknown:
+        logger.warning("%s: not one of the model's labels %s (its entities count as missed)",
+                       "; ".join(unknown), labels)
+
+
 def _windows(sentences, tokenizer, tags=None, description=""):
     from bert_tf.data.tasks.tagging_windows import TaggingWindows
 
@@ -138,12 +147,15 @@ def fine_tune(tokenizer_vocab):
     labels = _labels(train_sentences, train_path, dataset_labels)
     logger.info("%d labels: %s", len(labels), " ".join(labels))
     data = {}
-    for mode, name, tagged in (("train", "train_file", True), ("eval", "eval_file", True),
-                               ("predict", "predict_file", False)):
+    for mode, name in (("train", "train_file"), ("eval", "eval_file"),
+                       ("predict", "predict_file")):
         if FLAGS[f"do_{mode}"].value:
             path, sentences, _ = ((train_path, train_sentences, None) if mode == "train"
                                   else _read_sentences(mode, name))
-            tags = conll.tag_ids(sentences, labels, path) if tagged else None
+            if mode == "eval":
+                _warn_of_tags_never_predicted(conll.tags_not_in(labels, sentences, path), labels)
+            # Only training reads tag ids; evaluation compares tag names.
+            tags = conll.tag_ids(sentences, labels, path) if mode == "train" else None
             data[mode] = (path, sentences, _windows(sentences, tokenizer, tags,
                                                     f"{mode} data {path}"))
 

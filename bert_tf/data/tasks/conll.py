@@ -98,9 +98,10 @@ def _require_tags(sentences, path):
                                f"(words only); it needs a last column with the entity tags")
 
 
-def label_list(sentences, path):
-    """The tags used in `sentences` (read from `path`), "O" first then sorted: the model's
-    classes. Raises `ConllFormatError` at the first row with a tag that is not IOB/IOBES."""
+def _first_lines(sentences, path):
+    """`{tag: line of its first row}` over `sentences` (read from `path`), in the order first
+    seen. Raises `ConllFormatError` when the file has no tag column, or at the first row with a
+    tag that is not IOB/IOBES."""
     _require_tags(sentences, path)
     first_seen = {}
     for sentence in sentences:
@@ -111,13 +112,30 @@ def label_list(sentences, path):
             get_entities([[tag]])
         except ValueError as error:
             raise ConllFormatError(f"{path}:{line_number}: {error}") from None
-    return sorted(first_seen, key=lambda tag: (tag != OUTSIDE, tag[2:], tag))
+    return first_seen
+
+
+def label_list(sentences, path):
+    """The tags used in `sentences` (read from `path`), "O" first then sorted: the model's
+    classes. Raises `ConllFormatError` at the first row with a tag that is not IOB/IOBES."""
+    return sorted(_first_lines(sentences, path), key=lambda tag: (tag != OUTSIDE, tag[2:], tag))
+
+
+def tags_not_in(labels, sentences, path):
+    """`path:line: tag` of the first row of each tag of `sentences` (read from `path`) that is
+    not in `labels`, in the order first seen. Raises `ConllFormatError` as `label_list` does.
+
+    Example (evaluation data with a type the training data never had):
+        >>> tags_not_in(["O", "B-PER"], read_conll("valid.txt"), "valid.txt")
+        ["valid.txt:3: 'B-MISC'"]
+    """
+    return [f"{path}:{line_number}: {tag!r}"
+            for tag, line_number in _first_lines(sentences, path).items() if tag not in labels]
 
 
 def tag_ids(sentences, labels, path):
     """`[sentence][word]` class ids of the tags of `sentences` (read from `path`) under the
-    label list `labels`. Raises `ConllFormatError` naming `path:line` at a tag not in `labels`
-    (e.g. evaluation data with a type the training data never had)."""
+    label list `labels`. Raises `ConllFormatError` naming `path:line` at a tag not in `labels`."""
     _require_tags(sentences, path)
     index = {tag: i for i, tag in enumerate(labels)}
     ids = []

@@ -3,7 +3,8 @@
 import pytest
 
 from bert_tf.data.tasks.conll import (ConllFormatError, label_list, read_conll, read_label_list,
-                                tag_ids, write_conll_predictions, write_label_list)
+                                tag_ids, tags_not_in, write_conll_predictions,
+                                write_label_list)
 from tests.resources import shared_data_path
 
 CONLL = """-DOCSTART- -X- -X- O
@@ -67,6 +68,12 @@ def test_bad_input_names_file_and_line(tmp_path):
     unknown = write(tmp_path, "EU B-ORG\n\nthe O\nrejects B-PER\n", "c.txt")
     with pytest.raises(ConllFormatError, match=r"c.txt:4: tag 'B-PER' is not one of"):
         tag_ids(read_conll(unknown), ["O", "B-ORG"], unknown)
+    # Evaluation reads such a file: the tags the model lacks, each at its first row.
+    unknown = write(tmp_path, "EU B-ORG\nrejects B-PER\n\nthe B-PER\nLondon B-LOC\n", "c.txt")
+    assert tags_not_in(["O", "B-ORG"], read_conll(unknown), unknown) == [
+        f"{unknown}:2: 'B-PER'", f"{unknown}:5: 'B-LOC'"]
+    with pytest.raises(ConllFormatError, match=r"b.txt:3: Invalid tag 'PER'"):
+        tags_not_in(["O", "B-ORG"], read_conll(bad_tag), bad_tag)
     latin1 = write(tmp_path, "Café B-LOC\n", "d.txt", encoding="latin-1")
     with pytest.raises(ConllFormatError, match=r"d.txt:1: not utf-8 text.*--conll_encoding"):
         read_conll(latin1)
