@@ -263,8 +263,10 @@ def prepare_output_dir(encoder, vocab_file, tool, task=None):
     if not FLAGS.do_train and not tf.train.latest_checkpoint(FLAGS.output_dir):
         raise app.UsageError(f"--do_eval/--do_predict without --do_train needs a fine-tuned "
                              f"checkpoint in --output_dir {FLAGS.output_dir}; it has none")
-    training = ({name: FLAGS[name].value for name in TRAINING_SETTINGS} if FLAGS.do_train
-                else None)
+    training = ({name: FLAGS[name].value for name in TRAINING_SETTINGS
+                 # --num_train_steps overrides the epochs: they say nothing of the schedule.
+                 if not (name == "num_train_epochs" and FLAGS.num_train_steps)}
+                if FLAGS.do_train else None)
     check_existing_run(FLAGS.output_dir, encoder.config, vocab_file, tool, task, training)
     record_run(FLAGS.output_dir, encoder.config, vocab_file, tool, task,
                do_lower_case_from_flags(), training)

@@ -248,6 +248,23 @@ def test_a_run_trained_with_other_settings_is_refused_and_kept(workspace, sst2_r
     assert result.returncode == 0, result.stderr[-3000:]
 
 
+def test_epochs_overridden_by_steps_are_not_a_setting_of_the_run(workspace, tmp_path):
+    """--num_train_steps decides the schedule: a rerun with the same steps and other
+    --num_train_epochs (ignored by both) is the same run."""
+    output_dir = tmp_path / "run"
+    flags = [*TRAIN_FLAGS, f"--data_dir={workspace['sst2']}", f"--output_dir={output_dir}",
+             "--num_train_steps=1", "--do_train"]
+    for epochs in (20, 3):
+        result = run_tool("run_classifier.py", *workspace["model"], *flags,
+                          f"--num_train_epochs={epochs}")
+        assert result.returncode == 0, result.stderr[-3000:]
+    result = run_tool("run_classifier.py", *workspace["model"],
+                      *[flag for flag in flags if flag != "--num_train_steps=1"],
+                      "--num_train_steps=2")
+    assert result.returncode == 1
+    assert "--num_train_steps 1 there, 2 here" in result.stderr.strip().splitlines()[-1]
+
+
 def test_an_output_dir_of_files_a_run_writes_but_no_run_is_refused_and_kept(workspace,
                                                                             tmp_path):
     """Someone's own results there, not a run of this package: a run would overwrite them."""
