@@ -64,6 +64,8 @@ def test_mlm_equals_the_pretrainer(loaded, pretrained):
     expected = pretrained[1](mlm_inputs, training=False)["mlm_logits"]
     assert expected.shape == (2, 3, pretrained[1].encoder.config.vocab_size)
     np.testing.assert_allclose(loaded.mlm(mlm_inputs)["mlm_logits"], expected, atol=ATOL)
+    np.testing.assert_allclose(loaded.mlm(mlm_inputs, training=False)["mlm_logits"], expected,
+                               atol=ATOL)
     signature_outputs = loaded.signatures["mlm"](**mlm_inputs)
     np.testing.assert_allclose(signature_outputs["mlm_logits"], expected, atol=ATOL)
     np.testing.assert_allclose(signature_outputs["pooled_output"],
@@ -103,6 +105,30 @@ def test_carries_vocab_casing_and_variables(loaded, pretrained, encoder_export_d
     assert list(loaded.regularization_losses) == []
 
 
+def test_mlm_carries_the_encoders_and_the_heads_variables(loaded, pretrained):
+    pretrainer = pretrained[1]
+    variables, trainable = loaded.mlm.variables, loaded.mlm.trainable_variables
+    assert len(variables) == len(pretrainer.encoder.variables) + len(
+        pretrainer.masked_lm.variables)
+    assert len({id(v) for v in variables}) == len(variables)        # word embeddings once
+    assert {id(v) for v in loaded.variables} < {id(v) for v in variables}   # shared, not copied
+    assert len(trainable) == len(pretrainer.encoder.trainable_variables) + len(
+        pretrainer.masked_lm.trainable_variables)
+    assert {"embeddings/word_embeddings:0", "masked_lm/output_bias:0",
+            "masked_lm/transform/kernel:0"} <= {v.name for v in trainable}
+    assert all(v.trainable for v in trainable)
+    assert list(loaded.mlm.regularization_losses) == []
+
+
+def test_mlm_training_true_applies_dropout(loaded):
+    inputs = {**batches()[0], "masked_lm_positions": tf.constant([[1, 2, 0], [3, 5, 1]])}
+    inference = [loaded.mlm(inputs, training=False)["mlm_logits"] for _ in range(2)]
+    training = loaded.mlm(inputs, training=True)["mlm_logits"]
+    np.testing.assert_array_equal(inference[0], inference[1])
+    np.testing.assert_array_equal(loaded.mlm(inputs)["mlm_logits"], inference[0])
+    assert np.abs(training - inference[0]).max() > 1e-3
+
+
 def test_wrong_inputs_are_refused_with_the_expected_signature(loaded):
     inputs = batches()[0]
     with pytest.raises((TypeError, ValueError), match="input_word_ids"):
@@ -133,6 +159,34 @@ def test_hub_keras_layer_fine_tunes_inside_a_tf_keras_model(encoder_export_dir, 
     model.fit(inputs, tf.constant([0, 1]), epochs=2, verbose=0)
     changed = [not np.array_equal(b, w.numpy()) for b, w in zip(before, layer.trainable_weights)]
     assert all(changed), f"{changed.count(False)} encoder weights did not change"
+
+
+def test_hub_keras_layer_continues_pre_training_the_mlm_head(encoder_export_dir, pretrained):
+    import tensorflow_hub as hub
+    import tf_keras
+
+    # A copy of its own: training changes the variables of the SavedModel it loaded.
+    layer = hub.KerasLayer(hub.load(encoder_export_dir).mlm, trainable=True)
+    inputs = {**batches()[0], "masked_lm_positions": tf.constant([[1, 2, 0], [3, 5, 1]])}
+    np.testing.assert_allclose(layer(inputs, training=False)["mlm_logits"],
+                               pretrained[1](inputs, training=False)["mlm_logits"], atol=ATOL)
+    keras_inputs = {key: tf_keras.Input(shape=(None,), dtype=tf.int32, name=key)
+                    for key in inputs}
+    model = tf_keras.Model(keras_inputs, layer(keras_inputs)["mlm_logits"])
+    # Eagerly, as the encoder's fine-tuning test above.
+    model.compile(optimizer=tf_keras.optimizers.Adam(1e-2),
+                  loss=tf_keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                  run_eagerly=True)
+    masked_ids = tf.constant([[5, 6, 2], [7, 3, 2]])
+    weights = {w.name: w for w in model.trainable_weights}
+    watched = ("embeddings/word_embeddings:0", "masked_lm/output_bias:0",
+               "masked_lm/transform/kernel:0")
+    before = {name: weights[name].numpy() for name in watched}
+    loss_before = model.evaluate(inputs, masked_ids, verbose=0)
+    model.fit(inputs, masked_ids, epochs=5, verbose=0)
+    for name in watched:
+        assert not np.array_equal(before[name], weights[name].numpy()), name
+    assert model.evaluate(inputs, masked_ids, verbose=0) < loss_before
 
 
 def test_tfsm_layer_inside_a_keras3_model(encoder_export_dir, pretrained):
