@@ -18,7 +18,8 @@ from bert_tf.training.pretraining_objective import (STATISTICS, pretraining_loss
 from bert_tf.training.resumable_progbar import ResumableProgbar
 from bert_tf.training.schedule import WarmupPolynomialDecay
 from bert_tf.training.summaries import write_scalars
-from bert_tf.training.termination import TrainingTerminated, recording_sigterm, single_process
+from bert_tf.training.termination import (AnyWorkerTerminated, TrainingTerminated,
+                                          recording_sigterm)
 
 logger = logging.getLogger("bert_tf.training")
 
@@ -232,9 +233,10 @@ class PretrainingTrainer:
                                    stateful_metrics=_PROGRESS_METRICS)
         progbar.update(step)
         metrics = {}
-        # SIGTERM (preemption) saves at the end of the host call and raises TrainingTerminated;
-        # multi-worker, it still ends the process at once (see `recording_sigterm`).
-        with recording_sigterm(single_process(self.strategy)) as terminated:
+        # SIGTERM (preemption) to any worker saves at the end of the host call on every worker
+        # and raises TrainingTerminated.
+        any_worker_terminated = AnyWorkerTerminated(self.strategy)
+        with recording_sigterm() as terminated:
             while step < self.num_train_steps:
                 num_steps = min(steps_per_execution, self.num_train_steps - step,
                                 save_checkpoints_steps - step % save_checkpoints_steps)
@@ -249,18 +251,26 @@ class PretrainingTrainer:
                     "steps_per_second": num_steps / seconds})
                 writer.flush()  # a killed job keeps its curve up to the kill
                 progbar.update(step, [(name, metrics[name]) for name in _PROGRESS_METRICS])
-                stopping = bool(terminated) and step < self.num_train_steps
+                stopping = (step < self.num_train_steps
+                            and any_worker_terminated(terminated))
                 if stopping or step % save_checkpoints_steps == 0 or step == self.num_train_steps:
                     saved = manager.save(checkpoint_number=step)
                     if stopping:  # no evaluation: the grace period before SIGKILL is short
-                        raise TrainingTerminated(terminated.signum, step, saved)
+                        self._remove_worker_copy(manager)
+                        raise TrainingTerminated(terminated.signum, step, os.path.join(
+                            output_dir, os.path.basename(saved)))  # the chief's
                     if after_checkpoint:
                         after_checkpoint(step)
         writer.flush()
-        if not chief:
+        self._remove_worker_copy(manager)
+        return metrics
+
+    def _remove_worker_copy(self, manager):
+        """Removes a worker's own copy of the checkpoints (`_checkpoint_manager`); the chief's
+        are the run's."""
+        if not distribution.is_chief(self.strategy):
             if tf.io.gfile.exists(manager.directory):  # local or gs://
                 tf.io.gfile.rmtree(manager.directory)
-        return metrics
 
     def evaluate(self, dataset_fn, num_steps):
         """The metrics (`pretraining_objective.METRICS` and `examples`) over `num_steps` batches

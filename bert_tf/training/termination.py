@@ -24,13 +24,16 @@ import tensorflow as tf
 
 class TrainingTerminated(RuntimeError):
     """Training stopped on a signal after saving a checkpoint; the message is the line to show.
+    `signum` None: the signal reached another worker of a multi-worker job, not this one.
 
     A RuntimeError: `run_tool` prints its message as the tool's one-line error, exit status 1.
     """
 
     def __init__(self, signum, step, checkpoint):
-        super().__init__(f"terminated ({signal.Signals(signum).name}) at step {step}: saved "
-                         f"{checkpoint}; run the same command to resume")
+        cause = ("SIGTERM to another worker" if signum is None
+                 else signal.Signals(signum).name)
+        super().__init__(f"terminated ({cause}) at step {step}: saved {checkpoint}; run the "
+                         f"same command to resume")
         self.signum = signum
         self.step = step
         self.checkpoint = checkpoint
@@ -62,10 +65,11 @@ def recording_sigterm(enabled=True):
     the previous handler is back afterwards. Not `enabled`, or outside the main thread (where
     no handler can be installed), the signal keeps its handler and the record stays false.
 
-    Multi-worker training passes `enabled=False` (see `single_process`): a checkpoint is a
-    collective, so every worker would have to save at the same step, but SIGTERM may reach
-    only some of them, at different host calls; a worker saving alone would wait forever for
-    the others. There, SIGTERM still ends the process at once, as before.
+    A checkpoint is a collective in multi-worker training: every worker must save at the same
+    step, but SIGTERM may reach only some of them, at different host calls, and a worker saving
+    alone would wait forever for the others. So multi-worker pre-training asks every worker
+    after each host call (`any_worker_terminated`), and multi-worker fine-tuning passes
+    `enabled=False` (see `single_process`): there SIGTERM still ends the process at once.
     """
     received = _Received()
     if not enabled or threading.current_thread() is not threading.main_thread():
@@ -80,3 +84,30 @@ def recording_sigterm(enabled=True):
         yield received
     finally:
         signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
+
+
+class AnyWorkerTerminated:
+    """`strategy`'s vote after a host call: whether SIGTERM reached any worker. Every worker
+    calls it at the same point (it is a collective), so all of them stop at the same step.
+
+    Example:
+        >>> any_worker_terminated = AnyWorkerTerminated(strategy)
+        >>> with recording_sigterm() as terminated:
+        ...     ...                                    # a host call
+        ...     if any_worker_terminated(terminated):  # the same answer on every worker
+        ...         raise TrainingTerminated(terminated.signum, step, manager.save(step))
+    """
+
+    def __init__(self, strategy):
+        self.strategy = strategy
+        self.single_process = single_process(strategy)
+        # A float: CPU collectives reduce floats in every TensorFlow version. One scalar
+        # all-reduce per host call, next to the gradients' all-reduce of every step.
+        self._votes = tf.function(lambda vote: strategy.reduce(
+            tf.distribute.ReduceOp.SUM, strategy.run(lambda: tf.identity(vote)), axis=None))
+
+    def __call__(self, terminated):
+        """`terminated`: this process' `recording_sigterm` record."""
+        if self.single_process:
+            return bool(terminated)
+        return bool(self._votes(tf.constant(1.0 if terminated else 0.0)) > 0)

@@ -1,5 +1,6 @@
 """SIGTERM (preemption) during training: a checkpoint at the step reached, one line, a non-zero
-exit, and the same command then resumes to the end.
+exit, and the same command then resumes to the end; in multi-worker pre-training, on every
+worker at the same step.
 
 Each test runs a tiny training in a subprocess through `run_tool` (the tools' exit path): this
 module run as a program (`--kind=pretraining|fine_tuning --output_dir=...`). Each batch sleeps a
@@ -7,6 +8,7 @@ little so that a run lasts long enough to be interrupted; the test waits for a T
 scalar (written after a host call, once training runs) before sending SIGTERM.
 """
 
+import json
 import os
 import re
 import signal
@@ -20,8 +22,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 NUM_TRAIN_STEPS = 300
 SAVE_CHECKPOINTS_STEPS = 1000  # never due before the end: a checkpoint before it is SIGTERM's
 SECONDS_PER_BATCH = 0.02
-LINE = re.compile(r"^\S+: error: terminated \(SIGTERM\) at step (\d+): saved (\S+/ckpt-(\d+)); "
-                  r"run the same command to resume$", re.MULTILINE)
+LINE = re.compile(r"^\S+: error: terminated \(SIGTERM(?: to another worker)?\) at step (\d+): "
+                  r"saved (\S+/ckpt-(\d+)); run the same command to resume$", re.MULTILINE)
 
 
 def _slowed(dataset):
@@ -47,7 +49,10 @@ def _pretrain(output_dir, input_file):
     from bert_tf.training.pretraining_trainer import PretrainingTrainer
     from tests.training.test_pretraining_trainer import BATCH, CONFIG, PREDICTIONS, SEQ
 
-    trainer = PretrainingTrainer(tf.distribute.get_strategy(), CONFIG, global_batch_size=BATCH,
+    # Under TF_CONFIG (`_run_workers`), one of the workers of a multi-worker job.
+    strategy = (tf.distribute.MultiWorkerMirroredStrategy() if "TF_CONFIG" in os.environ
+                else tf.distribute.get_strategy())
+    trainer = PretrainingTrainer(strategy, CONFIG, global_batch_size=BATCH,
                                  num_train_steps=NUM_TRAIN_STEPS, jit_compile=False)
     trainer.train(lambda context, start_step: _slowed(training_dataset(
         [input_file], BATCH, SEQ, PREDICTIONS, context, start_step=start_step)), output_dir,
@@ -72,13 +77,22 @@ def _fine_tune(output_dir):
     print(f"done at step {tuner.step}", flush=True)
 
 
-def _run(kind, output_dir, input_file=""):
+def _run(kind, output_dir, input_file="", environment=None):
     return subprocess.Popen(
         [sys.executable, "-m", "tests.training.test_preemption", f"--kind={kind}",
          f"--output_dir={output_dir}", f"--input_file={input_file}"],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         env={**os.environ, "KERAS_BACKEND": "tensorflow", "TF_CPP_MIN_LOG_LEVEL": "2",
-             "PYTHONPATH": ROOT})
+             "PYTHONPATH": ROOT, **(environment or {})})
+
+
+def _run_workers(output_dir, input_file):
+    """The two workers of a multi-worker pre-training job on loopback; worker 0 is the chief."""
+    from tests.training.test_distributed import free_port
+
+    cluster = {"worker": [f"127.0.0.1:{free_port()}", f"127.0.0.1:{free_port()}"]}
+    return [_run("pretraining", output_dir, input_file, {"TF_CONFIG": json.dumps(
+        {"cluster": cluster, "task": {"type": "worker", "index": index}})}) for index in (0, 1)]
 
 
 def _latest_summary_step(log_dir):
@@ -138,6 +152,44 @@ def test_pretraining_saves_and_stops_on_sigterm_then_resumes(tmp_path):
     input_file = str(tmp_path / "train.tfrecord")
     write_pretraining_records(input_file, 64, SEQ, PREDICTIONS, vocab_size=40)
     _check_preempted_then_resumed("pretraining", str(tmp_path / "out"), 3, input_file)
+
+
+def test_sigterm_to_one_worker_stops_every_worker_at_one_checkpoint_then_resumes(tmp_path):
+    """Multi-worker: SIGTERM reaches worker 1 only; both workers save at the same step (a
+    checkpoint is a collective: a worker saving alone would hang) and stop in one line."""
+    import tensorflow as tf
+
+    from tests.data.pretraining.records import write_pretraining_records
+    from tests.training.test_pretraining_trainer import PREDICTIONS, SEQ
+
+    input_file = str(tmp_path / "train.tfrecord")
+    write_pretraining_records(input_file, 64, SEQ, PREDICTIONS, vocab_size=40)
+    output_dir = str(tmp_path / "out")
+    chief, worker = _run_workers(output_dir, input_file)
+    try:
+        _, worker_stderr = _terminate_after_step(worker, os.path.join(output_dir, "train"), 3)
+        _, chief_stderr = chief.communicate(timeout=600)
+    finally:
+        for process in (chief, worker):
+            if process.poll() is None:
+                process.kill()
+    lines = [LINE.search(stderr) for stderr in (chief_stderr, worker_stderr)]
+    assert chief.returncode == worker.returncode == 1 and all(lines), (chief_stderr,
+                                                                       worker_stderr)
+    assert "(SIGTERM to another worker)" in lines[0].group(0)
+    step = int(lines[0].group(1))
+    assert int(lines[1].group(1)) == step and 3 <= step < NUM_TRAIN_STEPS
+    assert lines[0].group(2) == lines[1].group(2) == os.path.join(output_dir, f"ckpt-{step}")
+    assert tf.train.latest_checkpoint(output_dir) == lines[0].group(2)
+    assert not [name for name in os.listdir(output_dir) if name.startswith(".tmp")]
+
+    resumed = _run_workers(output_dir, input_file)
+    outputs = [process.communicate(timeout=600) for process in resumed]
+    for process, (stdout, stderr) in zip(resumed, outputs):
+        assert process.returncode == 0, stderr
+        assert f"done at step {NUM_TRAIN_STEPS}" in stdout
+    assert tf.train.latest_checkpoint(output_dir) == os.path.join(
+        output_dir, f"ckpt-{NUM_TRAIN_STEPS}")
 
 
 def test_fine_tuning_saves_and_stops_on_sigterm_then_resumes(tmp_path):
