@@ -8,8 +8,9 @@
 
 Errors are `{"error": message}` with the HTTP status TF Serving gives the same status code
 (400 for INVALID_ARGUMENT, 404 for NOT_FOUND, ...). Every request gets an answer naming what is
-wrong with it: a bad request line, header, Content-Length or version number is 400, a body over
-`max_request_bytes` 413, a method other than GET/POST 405. Query strings are ignored.
+wrong with it: a bad request line, header, Content-Length, chunk or version number is 400, a
+body over `max_request_bytes` 413, a method other than GET/POST 405. A body comes with a
+Content-Length or chunked (Transfer-Encoding: chunked). Query strings are ignored.
 
 Bounded resources. A connection holds one of `num_threads` workers only while its client sends
 a request or is answered; between requests, and before the first, it waits in `_Connections`,
@@ -31,6 +32,7 @@ Example:
 """
 
 import concurrent.futures
+import contextlib
 import http
 import http.server
 import json
@@ -56,6 +58,11 @@ _GET = re.compile(_MODEL + r"(?P<metadata>/metadata)?", re.IGNORECASE)
 # Content-Length: up to 19 digits (int64), as ASCII; str.isdigit would take "²".
 _LENGTH = re.compile(r"[0-9]{1,19}")
 _INT64_MAX = (1 << 63) - 1
+# A chunk size: up to 16 hex digits (int64); its line, extensions included, and each trailer
+# line at most _MAX_CHUNK_LINE bytes, at most _MAX_TRAILER_LINES of them.
+_CHUNK_SIZE = re.compile(rb"[0-9a-fA-F]{1,16}")
+_MAX_CHUNK_LINE = 4096
+_MAX_TRAILER_LINES = 64
 LISTEN_BACKLOG = 128
 # Seconds a connection may sit idle between requests, or a client stall mid-request or
 # mid-answer (no byte arriving, none of the answer taken), before the connection is closed.
@@ -380,12 +387,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     def _post(self, path):
         # Until the body is read, the connection cannot carry another request.
         self.close_connection = True
-        length = self._content_length()
-        with self.server.admission.admit(length, "this request"):
-            raw_body = self.rfile.read(length)
-            if len(raw_body) != length:
-                raise ConnectionAbortedError(f"the client sent {len(raw_body)} of the "
-                                             f"{length} bytes its Content-Length announced")
+        with contextlib.ExitStack() as held:  # the body's share of the admission budget
+            raw_body = self._body(held)
             self.close_connection = False
             match = _POST.fullmatch(path)
             if not match:
@@ -397,10 +400,66 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                 return 200, self._predict(model_spec, body)
             return 200, self._examples(model_spec, body, method)
 
+    def _body(self, held):
+        """The request's body, framed by its Content-Length or sent in chunks (what clients
+        streaming a body of unknown size send, and TF Serving reads); `held` keeps its bytes of
+        the admission budget."""
+        codings = self.headers.get_all("Transfer-Encoding", [])
+        if not codings:
+            length = self._content_length()
+            held.callback(self.server.admission.take(length, "this request"))
+            body = self.rfile.read(length)
+            if len(body) != length:
+                raise ConnectionAbortedError(f"the client sent {len(body)} of the {length} "
+                                             f"bytes its Content-Length announced")
+            return body
+        if [coding.strip().lower() for coding in codings] != ["chunked"]:
+            raise _invalid(f"Transfer-Encoding {json_tensors.short_json(', '.join(codings))} "
+                           f"is not supported; send the body chunked or with a Content-Length.")
+        if self.headers.get("Content-Length") is not None:
+            # Which one frames the body is ambiguous (RFC 9112 section 6.1: a request
+            # smuggling vector), as with two Content-Lengths.
+            raise _invalid("The request has both Transfer-Encoding and Content-Length; send "
+                           "one of them.")
+        return self._chunks(held)
+
+    def _chunks(self, held):
+        """A chunked body (RFC 9112 section 7.1), each chunk's bytes taken from the budget
+        before it is read, refused past --max_request_bytes; extensions and trailers ignored."""
+        body = bytearray()
+        while True:
+            size_line = self.rfile.readline(_MAX_CHUNK_LINE + 1)
+            if not size_line.endswith(b"\n"):
+                if len(size_line) > _MAX_CHUNK_LINE:
+                    raise _invalid(f"A chunk-size line is longer than {_MAX_CHUNK_LINE} bytes.")
+                raise ConnectionAbortedError("the client stopped sending in a chunked body")
+            size = size_line.split(b";", 1)[0].strip()
+            if not _CHUNK_SIZE.fullmatch(size):
+                raise _invalid(f"Chunk size must be hexadecimal digits, got "
+                               f"{json_tensors.short_json(size.decode('latin-1'))}.")
+            size = int(size, 16)
+            if size == 0:
+                break
+            if len(body) + size > self.server.max_request_bytes:
+                raise _TooLarge(f"Chunked request body of over {len(body) + size} bytes is "
+                                f"larger than --max_request_bytes="
+                                f"{self.server.max_request_bytes}.")
+            held.callback(self.server.admission.take(size, "this request"))
+            chunk = self.rfile.read(size)
+            if len(chunk) != size or self.rfile.read(2) != b"\r\n":
+                raise (ConnectionAbortedError("the client stopped sending in a chunk")
+                       if len(chunk) != size else _invalid("A chunk must end with CRLF."))
+            body += chunk
+        # Trailer fields up to the empty line: bounded like the chunk-size lines, as a whole.
+        for _ in range(_MAX_TRAILER_LINES):
+            line = self.rfile.readline(_MAX_CHUNK_LINE + 1)
+            if line in (b"\r\n", b"\n"):
+                return bytes(body)
+            if not line.endswith(b"\n"):
+                raise ConnectionAbortedError("the client stopped sending in a chunked body")
+        raise _invalid(f"A chunked body has over {_MAX_TRAILER_LINES} trailer lines.")
+
     def _content_length(self):
-        if self.headers.get("Transfer-Encoding"):
-            raise _invalid("Chunked (Transfer-Encoding) request bodies are not supported; send "
-                           "a Content-Length header.")
         lengths = self.headers.get_all("Content-Length", [])
         if not lengths:
             raise _invalid("A POST needs a Content-Length header.")

@@ -199,8 +199,19 @@ def test_sixteen_concurrent_10_mb_texts_leave_memory_bounded_and_answers_unchang
      "Content-Length must be a number of bytes"),
     (b"POST /v1/models/bert:predict HTTP/1.1\r\n\r\n", 400,
      "A POST needs a Content-Length header."),
-    (b"POST /v1/models/bert:predict HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n"
-     b"0\r\n\r\n", 400, "Chunked (Transfer-Encoding) request bodies are not supported"),
+    (b"POST /v1/models/bert:predict HTTP/1.1\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", 400,
+     'Transfer-Encoding "gzip, chunked" is not supported'),
+    (b"POST /v1/models/bert:predict HTTP/1.1\r\nTransfer-Encoding: chunked\r\nContent-Length: 2"
+     b"\r\n\r\n2\r\n{}\r\n0\r\n\r\n", 400, "both Transfer-Encoding and Content-Length"),
+    (b"POST /v1/models/bert:predict HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n-2\r\n{}\r\n",
+     400, 'Chunk size must be hexadecimal digits, got "-2".'),
+    (b"POST /v1/models/bert:predict HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}XX0"
+     b"\r\n\r\n", 400, "A chunk must end with CRLF."),
+    (b"POST /v1/models/bert:predict HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+     + b"0" * 5000 + b"1\r\n", 400, "A chunk-size line is longer than 4096 bytes."),
+    # A chunk claiming 16 EB: refused before any of it is read.
+    (b"POST /v1/models/bert:predict HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+     b"ffffffffffffffff\r\n", 413, "is larger than --max_request_bytes"),
     (b"PUT /v1/models/bert:predict HTTP/1.1\r\nContent-Length: 0\r\n\r\n", 405,
      "Method PUT is not allowed; this API answers GET, POST."),
     (b"DELETE /v1/models/bert HTTP/1.1\r\n\r\n", 405, "Method DELETE is not allowed"),
@@ -237,6 +248,27 @@ def test_conflicting_content_lengths_are_refused(served):
     assert (status, answer["error"]) == (400, (
         f'The request has 2 Content-Length headers ("{len(body) + 9}", "{len(body)}"); send '
         f'exactly one.'))
+
+
+def test_a_chunked_body_is_answered_as_the_same_body_with_a_content_length(served, stub):
+    """What clients streaming a body of unknown size send (TF Serving reads it): chunks,
+    extensions and trailers; the connection then carries the next request."""
+    body = json.dumps({"instances": TEXTS}).encode()
+    chunks = [body[:7], body[7:8], body[8:]]
+    chunked = b"".join(b"%x;note=x\r\n%s\r\n" % (len(chunk), chunk) for chunk in chunks)
+    request = (b"POST /v1/models/bert:predict HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: "
+               b"Chunked\r\n\r\n" + chunked + b"0\r\nX-Checksum: none\r\n\r\n")
+    with socket.create_connection(("127.0.0.1", served[2]), timeout=TIMEOUT) as connection:
+        answers = []
+        for _ in range(2):
+            connection.sendall(request)
+            response = http.client.HTTPResponse(connection)
+            response.begin()
+            answers.append((response.status, json.loads(response.read())))
+    assert answers[0] == answers[1] == post(served[2], "/v1/models/bert:predict", body)
+    assert answers[0][0] == 200
+    np.testing.assert_allclose([row["probabilities"] for row in answers[0][1]["predictions"]],
+                               probabilities(stub, TEXTS), atol=1e-6)
 
 
 def test_query_strings_are_ignored(served, stub):
