@@ -243,8 +243,9 @@ def training_dataset(files, global_batch_size, max_seq_length, max_predictions_p
                      input_context=None, seed=0, start_step=0, vocab_size=None):
     """An endless, shuffled stream of per-replica batches for training.
 
-    The stream is a deterministic function of (`files`, `seed`, the number of input pipelines):
-    that is what makes resuming exact. A job restarted at global step `start_step` rebuilds
+    The stream is a deterministic function of (`files`, `seed`, the number of input pipelines)
+    and TensorFlow's global seed, which tf.data's shuffles combine with `seed` (the tools set
+    it from their --seed): that is what makes resuming exact. A job restarted at global step `start_step` rebuilds
     the same stream and skips the batches this pipeline fed before, at the level of raw
     records (they are read but not parsed). tf.distribute's iterators cannot be checkpointed,
     and skipping needs nothing but the step, on every strategy and every worker.

@@ -110,7 +110,9 @@ def test_pipelines_read_disjoint_files_or_records(records):
         rows = {index[tuple(ids)][1] for b in batches(training_dataset(
             files[1:], 4, SEQ, PREDICTIONS, context(2, pipeline), seed=1), 12)
             for ids in b["input_word_ids"]}
-        assert rows == set(range(pipeline, 14, 2))
+        # A subset: the shuffle spans epochs, so 24 draws need not show all 7 of them (with
+        # TensorFlow's global seed 3, one of them is missing).
+        assert len(rows) > 1 and rows <= set(range(pipeline, 14, 2))
 
 
 def test_evaluation_covers_every_record_once_and_pads_the_last_batch(records):
