@@ -11,7 +11,8 @@
                     a fine-tuned task model (checkpoint with `model=`, see
                     bert_tf/export/task_checkpoint.py) with in-graph tokenization:
                     serving_default takes raw strings (text | text_a, text_b | question,
-                    context | context, choices).
+                    context | context, choices). squad reads a long context in windows as
+                    run_squad does (--doc_stride, --max_query_length), at most --max_windows.
 
 The version is one more than the highest under --output_dir unless --version is given; it
 appears atomically, so a running TF Serving picks it up only when complete. The vocabulary is
@@ -32,9 +33,12 @@ from absl import app, flags
 from bert_tf.cli.app import run_tool
 from bert_tf.cli.checkpoint_flags import (checkpoint_vocab_file_from_flags,
                                           define_checkpoint_flags, do_lower_case_from_flags)
+from bert_tf.data.tasks.squad_windows import (DEFAULT_DOC_STRIDE, DEFAULT_MAX_QUERY_LENGTH,
+                                              DEFAULT_MAX_WINDOWS)
 
 EXPORT_TYPES = ("encoder", "encoder_with_mlm", "preprocess", "classifier", "ner", "squad",
                 "multiple_choice")
+SQUAD_FLAGS = ("max_answer_length", "doc_stride", "max_query_length", "max_windows")
 
 FLAGS = flags.FLAGS
 
@@ -54,6 +58,12 @@ def define_flags():
                       "(ner: defaults to the label_list.txt run_ner wrote beside the "
                       "checkpoint).")
     flags.DEFINE_integer("max_answer_length", 30, "squad: the longest answer, in tokens.")
+    flags.DEFINE_integer("doc_stride", DEFAULT_DOC_STRIDE, "squad: tokens between the starts of "
+                         "consecutive context windows (as run_squad).")
+    flags.DEFINE_integer("max_query_length", DEFAULT_MAX_QUERY_LENGTH, "squad: questions are "
+                         "cut to this many tokens (as run_squad).")
+    flags.DEFINE_integer("max_windows", DEFAULT_MAX_WINDOWS, "squad: the most windows read per "
+                         "context; a longer context is cut after them.")
     flags.DEFINE_bool("special_tokens_in_strings", False, "preprocess: [CLS], [SEP], [MASK], "
                       "[PAD] and [UNK] written in a text become their ids (as Hugging Face's "
                       "tokenizer does) instead of ordinary text (as Google's does).")
@@ -63,9 +73,10 @@ def define_flags():
 def _check_flags():
     """Refuses, before minutes of loading and tracing, what the export would refuse after
     them: a --version below 1, an --output_dir under a file, a --seq_length below 3 (its
-    upper bound needs the model), and --seq_length or --text_pairs given to an export that
-    does not use them."""
+    upper bound needs the model), squad windows without room for the context, and
+    --seq_length, --text_pairs or the squad flags given to an export that does not use them."""
     from bert_tf.cli.path_checks import output_dir_problem
+    from bert_tf.data.tasks.squad_windows import check_windows
     from bert_tf.export.task_export import repeated_label_names
     from bert_tf.export.text_inputs import check_seq_length
 
@@ -80,9 +91,14 @@ def _check_flags():
                         f"max_position_embeddings")
     else:
         check_seq_length(FLAGS.seq_length)  # its own one-line ValueError
+    if FLAGS.export_type == "squad":
+        check_windows(FLAGS.seq_length, FLAGS.doc_stride, FLAGS.max_query_length,
+                      FLAGS.max_windows)  # its own one-line ValueError too
     if FLAGS.text_pairs and FLAGS.export_type != "classifier":
         problems.append(f"--text_pairs applies to the classifier export, not to "
                         f"{FLAGS.export_type}")
+    problems += [f"--{name} applies to the squad export, not to {FLAGS.export_type}"
+                 for name in SQUAD_FLAGS if FLAGS[name].present and FLAGS.export_type != "squad"]
     if FLAGS.label_names and repeated_label_names(FLAGS.label_names):
         problems.append(f"--label_names names two classes alike: {','.join(FLAGS.label_names)}")
     if problems:
@@ -128,7 +144,8 @@ def _writer():
     return lambda path: export_task_model(
         path, FLAGS.export_type, model, vocab_file, do_lower_case,
         seq_length=FLAGS.seq_length, text_pairs=FLAGS.text_pairs, label_names=label_names,
-        max_answer_length=FLAGS.max_answer_length)
+        max_answer_length=FLAGS.max_answer_length, doc_stride=FLAGS.doc_stride,
+        max_query_length=FLAGS.max_query_length, max_windows=FLAGS.max_windows)
 
 
 def _label_list_beside_checkpoint():

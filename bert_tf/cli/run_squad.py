@@ -37,6 +37,7 @@ from absl import flags
 from bert_tf.cli import fine_tuning_flags as common
 from bert_tf.cli import tfds_flags
 from bert_tf.cli.app import run_tool
+from bert_tf.data.tasks.squad_windows import DEFAULT_DOC_STRIDE, DEFAULT_MAX_QUERY_LENGTH
 
 FLAGS = flags.FLAGS
 
@@ -58,9 +59,10 @@ def define_flags():
                         "slice 'start:stop', e.g. '38:'.")
     flags.DEFINE_bool("version_2_with_negative", False, "SQuAD v2.0: questions may have no "
                       "answer (scored at [CLS]).")
-    flags.DEFINE_integer("doc_stride", 128, "Word pieces between the starts of consecutive "
-                         "context windows.")
-    flags.DEFINE_integer("max_query_length", 64, "Questions are cut to this many word pieces.")
+    flags.DEFINE_integer("doc_stride", DEFAULT_DOC_STRIDE, "Word pieces between the starts of "
+                         "consecutive context windows.")
+    flags.DEFINE_integer("max_query_length", DEFAULT_MAX_QUERY_LENGTH, "Questions are cut to "
+                         "this many word pieces.")
     flags.DEFINE_integer("n_best_size", 20, "Start/end positions searched per window, and "
                          "answers kept in nbest_predictions.json.")
     flags.DEFINE_integer("max_answer_length", 30, "The longest answer, in word pieces.")

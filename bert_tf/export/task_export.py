@@ -10,19 +10,23 @@ Signatures (all inputs are strings, batch dimension first):
 | --- | --- | --- |
 | classifier | `text`, or `text_a` + `text_b` | `logits`, `probabilities` `[batch, C]`, `label` (int32 index), `label_name` `[batch]`; one class (regression): `logits`, `score` |
 | ner | `text` | `logits`, `probabilities` `[batch, seq, C]`, `label`, `label_name`, `start_offset`, `end_offset`, `first_subword` `[batch, seq]` |
-| squad | `question`, `context` | `start_logits`, `end_logits` `[batch, seq]`, `answer`, `answer_start`, `answer_end`, `score` `[batch]` |
+| squad | `question`, `context` | `answer`, `answer_start`, `answer_end`, `score`, `window` (int32) `[batch]`; `start_logits`, `end_logits` `[batch, seq]` of the answer's window |
 | multiple_choice | `context` `[batch]`, `choices` `[batch, num_choices]` | `logits`, `probabilities` `[batch, num_choices]`, `label` `[batch]` |
 
 NER offsets are bytes of `text` covered by each token (-1 at `[CLS]`, `[SEP]` and padding);
-a word's tag is the label of its `first_subword`, as in the paper. The SQuAD answer is the
-highest-scoring span of at most `max_answer_length` context tokens (start logit + end logit),
-as `context[answer_start:answer_end]` in bytes; a context that does not fit in `seq_length`
-next to the question is truncated (no document stride). A classifier also gets TF Serving's
-`tensorflow/serving/classify` signature, a regression model (one class)
-`tensorflow/serving/regress` (see `example_signatures`). Every export also has the attribute
-`serving_default`, for Keras 3's `TFSMLayer(path, call_endpoint="serving_default")` (see
-`keras_endpoint`). Texts are cut before tokenization to what `seq_length` tokens can use (see
-`text_inputs`), so a request's memory does not grow with the size of its texts.
+a word's tag is the label of its `first_subword`, as in the paper. SQuAD reads the context as
+run_squad does: the question cut to `max_query_length` tokens, the context in windows of what
+`seq_length` leaves, `doc_stride` tokens apart, all windows of the batch through the model
+together; the answer is the highest-scoring span (start logit + end logit) of at most
+`max_answer_length` tokens that starts at a token its window owns (BERT's max-context rule,
+`bert_tf.data.tasks.squad_windows`), as `context[answer_start:answer_end]` in bytes, and `window`
+numbers the window it came from. A context is read in at most `max_windows` windows: the rest
+is cut. A classifier also gets TF Serving's `tensorflow/serving/classify` signature, a
+regression model (one class) `tensorflow/serving/regress` (see `example_signatures`). Every
+export also has the attribute `serving_default`, for Keras 3's `TFSMLayer(path,
+call_endpoint="serving_default")` (see `keras_endpoint`). Texts are cut before tokenization to
+what `seq_length` tokens (a SQuAD context: its windows) can use (see `text_inputs`), so a
+request's memory does not grow with the size of its texts.
 
 The classifier, NER and multiple-choice exports run the model on each batch packed only to its
 longest text, rounded up to a multiple of `pad_to_multiple_of` (8) and at most `seq_length`,
@@ -33,7 +37,7 @@ run on the real tokens only (`skip_padding`, see `bert_tf.layers.real_tokens`): 
 sentences in one request hold 355 packed positions for 201 tokens (in-process, batch of 8:
 46 -> 32 ms, docs/PERFORMANCE.md). NER's per-token outputs stay `[batch, seq_length]`; at padding
 (offsets -1 after `[SEP]`) their logits are 0, whatever the batch. SQuAD keeps `seq_length`:
-its answers come from windows of that length.
+its windows fill it.
 
 Example:
     >>> export_task_model("/models/sst2/1", "classifier", classifier, "vocab.txt",
@@ -47,11 +51,13 @@ import contextlib
 
 import tensorflow as tf
 
+from bert_tf.data.tasks.squad_windows import (DEFAULT_DOC_STRIDE, DEFAULT_MAX_QUERY_LENGTH,
+                                              DEFAULT_MAX_WINDOWS, check_windows)
 from bert_tf.export import example_signatures
 from bert_tf.export.backing_variables import backing_variables
 from bert_tf.export.keras_endpoint import keras_endpoint
 from bert_tf.export.serving_layout import make_world_readable
-from bert_tf.export.text_inputs import (DEFAULT_PAD_TO_MULTIPLE_OF, RawTextPacker,
+from bert_tf.export.text_inputs import (DEFAULT_PAD_TO_MULTIPLE_OF, NOT_A_TOKEN, RawTextPacker,
                                         check_seq_length)
 from bert_tf.layers.portable_graphs import portable_graphs
 from bert_tf.layers.real_tokens import real_tokens_only
@@ -81,36 +87,66 @@ def _class_outputs(logits, label_names):
             "label_name": tf.gather(label_names, label)}
 
 
-def best_spans(start_logits, end_logits, candidates, max_answer_length):
-    """The best answer span per example: `(start, end, score, found)`, each `[batch]`.
+def best_spans(start_logits, end_logits, can_start, can_end, max_answer_length):
+    """The best answer span per row: `(start, end, score, found)`, each `[rows]`.
 
-    Considers every span `start <= end < start + max_answer_length` of `candidates` (bool
-    `[batch, seq]`) tokens, scored `start_logits[start] + end_logits[end]`; `found` is False
-    when an example has no candidate token (start, end and score are then meaningless).
+    Considers every span `start <= end < start + max_answer_length` with `can_start[start]` and
+    `can_end[end]` (bool `[rows, seq]`), scored `start_logits[start] + end_logits[end]`; `found`
+    is False when a row has no such span (start, end and score are then meaningless).
+
+    Example:
+        >>> best_spans(tf.constant([[0., 5., 1.]]), tf.constant([[9., 0., 2.]]),
+        ...            tf.constant([[False, True, True]]), tf.constant([[True, True, True]]),
+        ...            max_answer_length=2)          # 5 + 2 (9 is before any allowed start)
+        (<... [1]>, <... [2]>, <... [7.]>, <... [True]>)
     """
     seq_length = tf.shape(start_logits)[1]
-    positions = tf.range(seq_length)
-    short_enough = ((positions[None, :] >= positions[:, None])
-                    & (positions[None, :] < positions[:, None] + max_answer_length))
-    allowed = short_enough[None] & candidates[:, :, None] & candidates[:, None, :]
-    scores = tf.where(allowed, start_logits[:, :, None] + end_logits[:, None, :],
+    # Spans by start and length: [rows, seq, max_answer_length] scores instead of [rows, seq,
+    # seq]. At seq_length 384, 30 instead of 384 per start: a question's 16 windows take 0.7 MB
+    # per float tensor, not 9.4 MB.
+    ends = tf.range(seq_length)[:, None] + tf.range(max_answer_length)[None, :]
+    in_sequence = ends < seq_length
+    ends = tf.minimum(ends, seq_length - 1)
+    allowed = (in_sequence[None] & can_start[:, :, None] & tf.gather(can_end, ends, axis=1))
+    scores = tf.where(allowed, start_logits[:, :, None] + tf.gather(end_logits, ends, axis=1),
                       tf.float32.min)
     flat_scores = tf.reshape(scores, [tf.shape(scores)[0], -1])
     best = tf.argmax(flat_scores, axis=1, output_type=tf.int32)
-    return (best // seq_length, best % seq_length, tf.reduce_max(flat_scores, axis=1),
+    start = best // max_answer_length
+    return (start, start + best % max_answer_length, tf.reduce_max(flat_scores, axis=1),
             tf.reduce_any(allowed, axis=[1, 2]))
+
+
+def first_best_rows(score, window_starts):
+    """Per example, the row of its highest `score` (`[rows]`), the first one on ties, as
+    run_squad ranks the spans of all windows in order; `window_starts` (`RaggedTensor
+    [batch, (windows)]`) groups the rows by example. An int64 `[batch]`.
+
+    Example:
+        >>> first_best_rows(tf.constant([1., 3., 3., 2.]),
+        ...                 tf.RaggedTensor.from_row_lengths([0, 16, 32, 0], [3, 1]))
+        <tf.Tensor: ... numpy=array([1, 3])>
+    """
+    example, batch = window_starts.value_rowids(), window_starts.nrows()
+    best = tf.gather(tf.math.unsorted_segment_max(score, example, batch), example)
+    rows = tf.range(tf.size(score, out_type=tf.int64))
+    return tf.math.unsorted_segment_min(tf.where(score == best, rows, tf.int64.max), example,
+                                        batch)
 
 
 class _ServingFunctions:
     """Builds the signatures of one task model; each `<task>()` returns them as a dict."""
 
-    def __init__(self, model, packer, label_names, text_pairs, max_answer_length, skip_padding):
+    def __init__(self, model, packer, label_names, text_pairs, skip_padding, max_answer_length,
+                 windows):
         self.model = model
         self.skip_padding = skip_padding
         self.packer = packer
         self.label_names = label_names
         self.text_pairs = text_pairs
         self.max_answer_length = max_answer_length
+        # squad: RawTextPacker.pack_windows' max_query_length, doc_stride and max_windows.
+        self.windows = windows
 
     def _function(self, python_function, input_signature):
         return tf.function(python_function, input_signature=input_signature,
@@ -163,21 +199,27 @@ class _ServingFunctions:
 
     def squad(self):
         def serving_default(question, context):
-            inputs, tokens = self.packer.pack_with_offsets([question, context])
+            inputs, tokens, window_starts = self.packer.pack_windows(question, context,
+                                                                     **self.windows)
             outputs = self.model(inputs, training=False)
-            # Answers come from the context (segment 1) only; [SEP] and padding have no offsets.
-            candidates = ((inputs["input_type_ids"] == 1)
-                          & (tokens["start_offset"] != -1))
+            # An answer lies in the window's context tokens and starts at one the window owns.
+            in_context = tokens["start_offset"] != NOT_A_TOKEN
             start, end, score, found = best_spans(
-                outputs["start_logits"], outputs["end_logits"], candidates,
-                self.max_answer_length)
-            answer_start = tf.where(found, tf.gather(tokens["start_offset"], start, batch_dims=1),
-                                    -1)
-            answer_end = tf.where(found, tf.gather(tokens["end_offset"], end, batch_dims=1), -1)
+                outputs["start_logits"], outputs["end_logits"], in_context & tokens["max_context"],
+                in_context, self.max_answer_length)
+            # Each example answers from its best window.
+            row = first_best_rows(score, window_starts)
+            start, end, score, found = (tf.gather(value, row) for value in (start, end, score,
+                                                                           found))
+            starts, ends = (tf.gather(tokens[name], row) for name in ("start_offset", "end_offset"))
+            answer_start = tf.where(found, tf.gather(starts, start, batch_dims=1), -1)
+            answer_end = tf.where(found, tf.gather(ends, end, batch_dims=1), -1)
             # Without an answer, an empty substring at 0 (substr refuses position -1).
             answer = tf.strings.substr(context, tf.maximum(answer_start, 0),
                                        answer_end - answer_start)
-            return {"start_logits": outputs["start_logits"], "end_logits": outputs["end_logits"],
+            return {"start_logits": tf.gather(outputs["start_logits"], row),
+                    "end_logits": tf.gather(outputs["end_logits"], row),
+                    "window": tf.cast(row - window_starts.row_starts(), tf.int32),
                     "answer": answer, "answer_start": answer_start, "answer_end": answer_end,
                     "score": tf.where(found, score, tf.float32.min)}
 
@@ -215,7 +257,9 @@ def repeated_label_names(label_names):
 def export_task_model(export_dir, task, model, vocab_file, do_lower_case, seq_length=128,
                       text_pairs=False, label_names=None,
                       max_answer_length=DEFAULT_MAX_ANSWER_LENGTH,
-                      pad_to_multiple_of=DEFAULT_PAD_TO_MULTIPLE_OF, skip_padding=True):
+                      pad_to_multiple_of=DEFAULT_PAD_TO_MULTIPLE_OF, skip_padding=True,
+                      doc_stride=DEFAULT_DOC_STRIDE, max_query_length=DEFAULT_MAX_QUERY_LENGTH,
+                      max_windows=DEFAULT_MAX_WINDOWS):
     """Writes `model` with in-graph preprocessing as a serving SavedModel to `export_dir`.
 
     Args:
@@ -225,7 +269,7 @@ def export_task_model(export_dir, task, model, vocab_file, do_lower_case, seq_le
             `BertSpanLabeler`, `BertMultipleChoice`).
         vocab_file, do_lower_case: the encoder's vocabulary and casing.
         seq_length: the longest input, in tokens (longer texts are truncated); squad packs
-            every input to it. At most the encoder's `max_position_embeddings`.
+            every window to it. At most the encoder's `max_position_embeddings`.
         text_pairs: classifier only: inputs `text_a`, `text_b` instead of `text`.
         label_names: classifier / ner: a name per class, for `label_name` and `classes`;
             defaults to "0", "1", ...
@@ -233,6 +277,9 @@ def export_task_model(export_dir, task, model, vocab_file, do_lower_case, seq_le
         pad_to_multiple_of: classifier, ner, multiple_choice: a batch is packed to its longest
             input rounded up to a multiple of this; `seq_length` packs every batch to
             `seq_length`, as squad does.
+        doc_stride, max_query_length: squad only: context windows start `doc_stride` tokens
+            apart; the question keeps its first `max_query_length` tokens (as run_squad).
+        max_windows: squad only: the most windows read per context (the rest is cut).
     """
     if task not in TASK_MODEL_CLASSES:
         raise ValueError(f"Unknown task {task!r}; expected one of {sorted(TASK_MODEL_CLASSES)}.")
@@ -242,6 +289,8 @@ def export_task_model(export_dir, task, model, vocab_file, do_lower_case, seq_le
     check_seq_length(seq_length, model.encoder.config.max_position_embeddings)
     if max_answer_length < 1:
         raise ValueError(f"max_answer_length must be at least 1 token, got {max_answer_length}.")
+    if task == "squad":
+        check_windows(seq_length, doc_stride, max_query_length, max_windows)
     if text_pairs and task != "classifier":
         raise ValueError(f"text_pairs applies to the classifier export only, not to {task}.")
     num_classes = getattr(model, "num_classes", None)
@@ -255,8 +304,10 @@ def export_task_model(export_dir, task, model, vocab_file, do_lower_case, seq_le
                          f"served label_name would not tell them apart.")
 
     packer = RawTextPacker(vocab_file, do_lower_case, seq_length, pad_to_multiple_of)
-    functions = _ServingFunctions(model, packer, list(label_names), text_pairs,
-                                  max_answer_length, skip_padding)
+    functions = _ServingFunctions(
+        model, packer, list(label_names), text_pairs, skip_padding, max_answer_length,
+        windows={"max_query_length": max_query_length, "doc_stride": doc_stride,
+                 "max_windows": max_windows})
     with portable_graphs():
         signatures = getattr(functions, task)()
         root = tf.__internal__.tracking.AutoTrackable()

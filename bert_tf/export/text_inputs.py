@@ -13,7 +13,9 @@ text of at most that many bytes, and for longer ones whenever the tokens that fi
 `seq_length` come from that prefix, which only runs of whitespace or control characters, or
 words of over 512 bytes (each a single [UNK]), averaging more than 512 bytes per token could
 prevent. Offsets still index the client's text: the kept part is a prefix. `cut_texts` is
-that rule for any pipeline that packs to a known `seq_length` (the preprocess export uses it).
+that rule for any pipeline that reads a known number of tokens (the preprocess export uses it;
+`pack_windows`, SQuAD's windows over a context, cuts the context to the tokens of
+`max_windows` windows: 2,301 at seq_length 384, doc_stride 128 and 16 windows, 1.2 MB).
 
 `check_seq_length` is the one rule every export's `seq_length` obeys, checked before anything is
 traced or written.
@@ -34,6 +36,7 @@ Example:
 
 import tensorflow as tf
 
+from bert_tf.data.tasks.squad_windows import SPECIAL_TOKENS, context_windows, max_context_mask
 from bert_tf.text.bert_packer import BertPacker
 from bert_tf.text.bert_tokenizer import BertTokenizer
 
@@ -72,15 +75,15 @@ def check_seq_length(seq_length, max_position_embeddings=None):
         raise ValueError(f"seq_length must be {bound}, got {seq_length!r}.")
 
 
-def cut_texts(texts, seq_length):
-    """`texts` (strings `[batch]`) cut to the `MAX_BYTES_PER_TOKEN * seq_length` bytes that
-    `seq_length` packed tokens can come from.
+def cut_texts(texts, num_tokens):
+    """`texts` (strings `[batch]`) cut to the `MAX_BYTES_PER_TOKEN * num_tokens` bytes that
+    the first `num_tokens` tokens of each can come from (e.g. `seq_length` packed tokens).
 
     Example:
-        >>> cut_texts(tf.constant(["x" * 5000]), seq_length=8)   # 512 bytes per token
+        >>> cut_texts(tf.constant(["x" * 5000]), num_tokens=8)   # 512 bytes per token
         <tf.Tensor: ... numpy=array([b'xxxx...x'], dtype=object)>  # 4096 of them
     """
-    return tf.strings.substr(texts, 0, MAX_BYTES_PER_TOKEN * seq_length)
+    return tf.strings.substr(texts, 0, MAX_BYTES_PER_TOKEN * num_tokens)
 
 
 class RawTextPacker:
@@ -154,3 +157,58 @@ class RawTextPacker:
                                        ("first_subword", firsts))}
         tokens["first_subword"] = tokens["first_subword"] == 1
         return self.packer(ids), tokens
+
+    def pack_windows(self, question, context, max_query_length, doc_stride, max_windows):
+        """`(inputs, tokens, window_starts)`: `[CLS] question [SEP] window [SEP]` for each window
+        over each context, as run_squad packs them (`bert_tf.data.tasks.squad.squad_features`);
+        the rows are the windows of all examples, in order.
+
+        `question` and `context` are strings `[batch]`. The question keeps its first
+        `max_query_length` word pieces; each window holds the `seq_length - 3 - question pieces`
+        context tokens that follow its start, windows start `doc_stride` tokens apart, and a
+        context has at most `max_windows` of them (`squad_windows.context_windows`): it is cut
+        before tokenization to the bytes they can read.
+
+        Returns:
+            inputs: the encoder's input dict, `[rows, seq_length]`.
+            tokens: int32 `start_offset` / `end_offset` `[rows, seq_length]`, the bytes of the
+                context each token covers (`NOT_A_TOKEN` outside the window's context tokens),
+                and bool `max_context`, where the window owns the token
+                (`squad_windows.max_context_mask`).
+            window_starts: int64 `RaggedTensor [batch, (windows)]`, the first context token of
+                each row's window: its row partition maps rows to examples.
+
+        Example:
+            >>> inputs, tokens, window_starts = packer.pack_windows(    # seq_length 384
+            ...     tf.constant(["Who?"]), tf.constant([text_of_600_tokens]), 64, 128, 16)
+            >>> window_starts
+            <tf.RaggedTensor [[0, 128, 256]]>
+        """
+        queries = self.tokenizer.tokenize_to_pieces(cut_texts(question, max_query_length))
+        queries = queries[:, :max_query_length]
+        # Windows are longest next to an empty question.
+        longest_window = self.seq_length - SPECIAL_TOKENS
+        read = (max_windows - 1) * min(doc_stride, longest_window) + longest_window
+        ids, starts, ends = (pieces.merge_dims(1, 2) for pieces in
+                             self.tokenizer.tokenize_with_offsets(cut_texts(context, read)))
+        window_starts, window_lengths = context_windows(
+            ids.row_lengths(), longest_window - queries.row_lengths(), doc_stride, max_windows)
+        owned = max_context_mask(window_starts, window_lengths).values
+        example = window_starts.value_rowids()
+        row_queries = tf.gather(queries, example)
+        # Each window's tokens, as indices into the batch's context tokens.
+        first_token = tf.gather(ids.row_starts(), example) + window_starts.values
+        window_tokens = tf.ragged.range(first_token, first_token + window_lengths.values)
+
+        # The question's positions get NOT_A_TOKEN, as [CLS], [SEP] and padding do.
+        in_question = row_queries.with_values(tf.fill(tf.shape(row_queries.values), NOT_A_TOKEN))
+
+        def pack_aligned(window_values):
+            """`window_values` (`[rows, (window tokens)]`) at their tokens' positions."""
+            return self._aligned_packer([in_question, window_values])["input_word_ids"]
+
+        tokens = {name: pack_aligned(tf.gather(values.values, window_tokens))
+                  for name, values in (("start_offset", starts), ("end_offset", ends))}
+        tokens["max_context"] = pack_aligned(tf.cast(owned, tf.int32)) == 1
+        inputs = self.packer([row_queries, tf.gather(ids.values, window_tokens)])
+        return inputs, tokens, window_starts

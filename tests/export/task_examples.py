@@ -16,7 +16,10 @@ SEQ_LENGTH = 16
 LABELS = ["negative", "positive", "neutral"]
 # export_task_model's options per task (besides the vocabulary and SEQ_LENGTH).
 EXPORT_OPTIONS = {"classifier": {"text_pairs": True, "label_names": LABELS},
-                  "ner": {}, "squad": {"max_answer_length": 3}, "multiple_choice": {}}
+                  "ner": {}, "multiple_choice": {},
+                  # Windows of 16 - 3 - question tokens, 4 apart: FEEDS fit in one.
+                  "squad": {"max_answer_length": 3, "max_query_length": 5, "doc_stride": 4,
+                            "max_windows": 3}}
 # Inputs of each task's serving_default. Nothing here is truncated at SEQ_LENGTH.
 FEEDS = {
     "classifier": {"text_a": ["Hello world!", "What a good film", ""],

@@ -140,14 +140,16 @@ def test_predict_only_restores_the_fine_tuned_checkpoint(trained, tmp_path):
 
 
 def test_exported_model_gives_the_tools_answers(trained, tmp_path):
+    # The run's windows: the long context's answer (zebra) is in its last one.
     result = run_tool(
         "export_savedmodel.py", "--export_type=squad", f"--init_checkpoint={trained['output_dir']}",
-        f"--output_dir={tmp_path}", f"--seq_length={SEQ}")
+        f"--output_dir={tmp_path}", f"--seq_length={SEQ}", "--doc_stride=8",
+        "--max_query_length=8")
     assert result.returncode == 0, result.stderr[-3000:]
     serving = tf.saved_model.load(str(tmp_path / "1")).signatures["serving_default"]
     predictions = read_json(trained["output_dir"], "predictions.json")
     questions = {qa["id"]: (qa["question"], paragraph["context"])
-                 for article in trained["dataset"]["data"][:2]        # one-window contexts
+                 for article in trained["dataset"]["data"]
                  for paragraph in article["paragraphs"] for qa in paragraph["qas"]}
     ids = sorted(questions)
     answers = serving(question=tf.constant([questions[i][0] for i in ids]),

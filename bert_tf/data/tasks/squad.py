@@ -39,15 +39,16 @@ import logging
 import numpy as np
 import tensorflow as tf
 
-from bert_tf.data.tasks.squad_windows import CLS_POSITION, max_context_mask
+from bert_tf.data.tasks.squad_windows import (CLS_POSITION, SPECIAL_TOKENS, check_windows,
+                                              context_windows, max_context_mask)
 
 logger = logging.getLogger("bert_tf.data")
 
 # Byte offsets of tokens that are not from the context ([CLS], question, [SEP], padding), as
 # `bert_tf.metrics.squad_postprocess.best_spans` expects them.
 NOT_IN_CONTEXT = -1
-# Texts tokenized per call: big enough to amortize the op launches, small enough to report
-# progress on long files.
+# Texts tokenized, and questions windowed, per call: big enough to amortize the op launches,
+# small enough to report progress on long files.
 _TOKENIZE_CHUNK = 512
 
 
@@ -271,14 +272,6 @@ def _tokenize(texts, tokenizer, what, progress_every=None):
     return results
 
 
-def _window_starts(num_tokens, window_length, doc_stride):
-    """First token of each window: `doc_stride` apart, the last one reaching the end."""
-    starts = [0]
-    while starts[-1] + window_length < num_tokens:
-        starts.append(starts[-1] + min(window_length, doc_stride))
-    return starts
-
-
 def _answer_tokens(example, context_bytes, starts, ends):
     """The (first, last) context tokens of the answer, or the reason why it has no exact span."""
     byte_start = len(example.context[:example.answer_start].encode("utf-8"))
@@ -309,11 +302,7 @@ def squad_features(examples, tokenizer, max_seq_length, doc_stride, max_query_le
         skipped: a `SkippedQuestions`.
         progress_every: log a counter every this many questions (None: never).
     """
-    if max_seq_length < max_query_length + 4:
-        raise ValueError(f"max_seq_length ({max_seq_length}) must exceed max_query_length "
-                         f"({max_query_length}) + 3 special tokens, to leave room for context")
-    if doc_stride < 1:
-        raise ValueError(f"doc_stride must be positive, got {doc_stride}")
+    check_windows(max_seq_length, doc_stride, max_query_length)
     skipped = SkippedQuestions() if skipped is None else skipped
     cls_id, sep_id = tokenizer.token_id("[CLS]"), tokenizer.token_id("[SEP]")
     # Questions about one paragraph share its context: tokenize each context once.
@@ -323,46 +312,61 @@ def squad_features(examples, tokenizer, max_seq_length, doc_stride, max_query_le
     question_tokens = _tokenize([example.question for example in examples], tokenizer,
                                 "questions", progress_every)
 
-    rows = collections.defaultdict(list)
+    # (index, query, answer tokens) of the examples kept.
+    kept = []
     for index, example in enumerate(examples):
-        if progress_every and index and index % progress_every == 0:
-            logger.info("Windowed %d/%d questions (%d features)", index, len(examples),
-                        len(rows["example_index"]))
-        query = question_tokens[index][0][:max_query_length]
-        ids, starts, ends = context_tokens[example.context]
         answer = None
         if is_training and not example.is_impossible:
+            _, starts, ends = context_tokens[example.context]
             answer, reason = _answer_tokens(example, example.context.encode("utf-8"), starts,
                                             ends)
             if answer is None:
                 skipped.add(reason, example.qas_id)
                 continue
-        window_length = max_seq_length - len(query) - 3
-        window_starts = _window_starts(len(ids), window_length, doc_stride)
-        window_lengths = [min(window_length, len(ids) - start) for start in window_starts]
+        kept.append((index, question_tokens[index][0][:max_query_length], answer))
+
+    rows = collections.defaultdict(list)
+    for begin in range(0, len(kept), _TOKENIZE_CHUNK):
+        chunk = kept[begin:begin + _TOKENIZE_CHUNK]
+        window_starts, window_lengths = context_windows(
+            [len(context_tokens[examples[index].context][0]) for index, _, _ in chunk],
+            [max_seq_length - len(query) - SPECIAL_TOKENS for _, query, _ in chunk], doc_stride)
         owned = max_context_mask(window_starts, window_lengths)
-        for window_start, length, is_max_context in zip(window_starts, window_lengths, owned):
-            doc_offset = len(query) + 2     # [CLS] question [SEP]
-            window = slice(window_start, window_start + length)
-            word_ids = [cls_id, *query, sep_id, *ids[window], sep_id]
-            offsets = np.full((max_seq_length, 2), NOT_IN_CONTEXT, np.int32)
-            offsets[doc_offset:doc_offset + length, 0] = starts[window]
-            offsets[doc_offset:doc_offset + length, 1] = ends[window]
-            max_context = np.zeros(max_seq_length, bool)
-            max_context[doc_offset:doc_offset + length] = is_max_context
-            padding = [0] * (max_seq_length - len(word_ids))
-            rows["input_word_ids"].append(word_ids + padding)
-            rows["input_mask"].append([1] * len(word_ids) + padding)
-            rows["input_type_ids"].append([0] * doc_offset + [1] * (length + 1) + padding)
-            rows["example_index"].append(index)
-            rows["token_offsets"].append(offsets)
-            rows["token_is_max_context"].append(max_context)
-            if is_training:
-                start = end = CLS_POSITION
-                if answer and window_start <= answer[0] and answer[1] < window_start + length:
-                    start, end = (position - window_start + doc_offset for position in answer)
-                rows["start_positions"].append(start)
-                rows["end_positions"].append(end)
+        # Flat lists over the chunk's windows: with RaggedTensor.to_list() of the nested mask,
+        # the 10,570 dev questions took 20 s at max_seq_length 128 instead of 2.5 s.
+        first_windows = window_starts.row_splits.numpy().tolist()
+        chunk_starts = window_starts.values.numpy().tolist()
+        chunk_lengths = window_lengths.values.numpy().tolist()
+        chunk_owned = np.split(owned.flat_values.numpy(), owned.values.row_splits.numpy()[1:-1])
+        for (index, query, answer), first, end in zip(chunk, first_windows, first_windows[1:]):
+            ids, starts, ends = context_tokens[examples[index].context]
+            for window_start, length, is_max_context in zip(
+                    chunk_starts[first:end], chunk_lengths[first:end], chunk_owned[first:end]):
+                doc_offset = len(query) + 2     # [CLS] question [SEP]
+                window = slice(window_start, window_start + length)
+                word_ids = [cls_id, *query, sep_id, *ids[window], sep_id]
+                offsets = np.full((max_seq_length, 2), NOT_IN_CONTEXT, np.int32)
+                offsets[doc_offset:doc_offset + length, 0] = starts[window]
+                offsets[doc_offset:doc_offset + length, 1] = ends[window]
+                max_context = np.zeros(max_seq_length, bool)
+                max_context[doc_offset:doc_offset + length] = is_max_context
+                padding = [0] * (max_seq_length - len(word_ids))
+                rows["input_word_ids"].append(word_ids + padding)
+                rows["input_mask"].append([1] * len(word_ids) + padding)
+                rows["input_type_ids"].append([0] * doc_offset + [1] * (length + 1) + padding)
+                rows["example_index"].append(index)
+                rows["token_offsets"].append(offsets)
+                rows["token_is_max_context"].append(max_context)
+                if is_training:
+                    start = end = CLS_POSITION
+                    if answer and window_start <= answer[0] and answer[1] < window_start + length:
+                        start, end = (position - window_start + doc_offset for position in answer)
+                    rows["start_positions"].append(start)
+                    rows["end_positions"].append(end)
+        done = begin + len(chunk)
+        if progress_every and done % progress_every < _TOKENIZE_CHUNK:
+            logger.info("Windowed %d/%d questions (%d features)", done, len(kept),
+                        len(rows["example_index"]))
     if progress_every:
         logger.info("%d questions -> %d features", len(examples), len(rows["example_index"]))
 

@@ -32,7 +32,7 @@ def test_same_best_span_and_score_on_random_logits(max_answer_length):
     start_logits, end_logits, candidates = _random_batch(rng)
     start, end, score, found = (t.numpy() for t in graph_best_spans(
         tf.constant(start_logits), tf.constant(end_logits), tf.constant(candidates),
-        max_answer_length))
+        tf.constant(candidates), max_answer_length))
     assert found.all()
     for i in range(len(start_logits)):
         # Offsets >= 0 mark the context tokens, as run_squad's features do.
@@ -50,7 +50,7 @@ def test_neither_finds_a_span_without_context_tokens():
     start_logits, end_logits, candidates = _random_batch(rng, batch=2)
     candidates[:] = False
     *_, found = graph_best_spans(tf.constant(start_logits), tf.constant(end_logits),
-                                 tf.constant(candidates), 30)
+                                 tf.constant(candidates), tf.constant(candidates), 30)
     assert not found.numpy().any()
     assert numpy_best_spans(start_logits[0], end_logits[0], np.full((SEQ, 2), -1),
                             n_best_size=SEQ) == []
