@@ -12,7 +12,8 @@
                     bert_tf/export/task_checkpoint.py) with in-graph tokenization:
                     serving_default takes raw strings (text | text_a, text_b | question,
                     context | context, choices). squad reads a long context in windows as
-                    run_squad does (--doc_stride, --max_query_length), at most --max_windows.
+                    run_squad does (--doc_stride, --max_query_length), at most --max_windows;
+                    with --version_2_with_negative it may answer nothing, as run_squad.
 
 The version is one more than the highest under --output_dir unless --version is given; it
 appears atomically, so a running TF Serving picks it up only when complete. The vocabulary is
@@ -38,7 +39,8 @@ from bert_tf.data.tasks.squad_windows import (DEFAULT_DOC_STRIDE, DEFAULT_MAX_QU
 
 EXPORT_TYPES = ("encoder", "encoder_with_mlm", "preprocess", "classifier", "ner", "squad",
                 "multiple_choice")
-SQUAD_FLAGS = ("max_answer_length", "doc_stride", "max_query_length", "max_windows")
+SQUAD_FLAGS = ("max_answer_length", "doc_stride", "max_query_length", "max_windows",
+               "version_2_with_negative", "null_score_diff_threshold")
 
 FLAGS = flags.FLAGS
 
@@ -64,6 +66,11 @@ def define_flags():
                          "cut to this many tokens (as run_squad).")
     flags.DEFINE_integer("max_windows", DEFAULT_MAX_WINDOWS, "squad: the most windows read per "
                          "context; a longer context is cut after them.")
+    flags.DEFINE_bool("version_2_with_negative", False, "squad: SQuAD v2.0, questions may have "
+                      "no answer: answer '' when null_score beats the best span's score by more "
+                      "than --null_score_diff_threshold (as run_squad).")
+    flags.DEFINE_float("null_score_diff_threshold", 0.0, "squad v2.0: see "
+                       "--version_2_with_negative.")
     flags.DEFINE_bool("special_tokens_in_strings", False, "preprocess: [CLS], [SEP], [MASK], "
                       "[PAD] and [UNK] written in a text become their ids (as Hugging Face's "
                       "tokenizer does) instead of ordinary text (as Google's does).")
@@ -99,6 +106,8 @@ def _check_flags():
                         f"{FLAGS.export_type}")
     problems += [f"--{name} applies to the squad export, not to {FLAGS.export_type}"
                  for name in SQUAD_FLAGS if FLAGS[name].present and FLAGS.export_type != "squad"]
+    if FLAGS["null_score_diff_threshold"].present and not FLAGS.version_2_with_negative:
+        problems.append("--null_score_diff_threshold applies with --version_2_with_negative")
     if FLAGS.label_names and repeated_label_names(FLAGS.label_names):
         problems.append(f"--label_names names two classes alike: {','.join(FLAGS.label_names)}")
     if problems:
@@ -145,7 +154,9 @@ def _writer():
         path, FLAGS.export_type, model, vocab_file, do_lower_case,
         seq_length=FLAGS.seq_length, text_pairs=FLAGS.text_pairs, label_names=label_names,
         max_answer_length=FLAGS.max_answer_length, doc_stride=FLAGS.doc_stride,
-        max_query_length=FLAGS.max_query_length, max_windows=FLAGS.max_windows)
+        max_query_length=FLAGS.max_query_length, max_windows=FLAGS.max_windows,
+        null_score_diff_threshold=(FLAGS.null_score_diff_threshold
+                                   if FLAGS.version_2_with_negative else None))
 
 
 def _label_list_beside_checkpoint():

@@ -10,7 +10,7 @@ Signatures (all inputs are strings, batch dimension first):
 | --- | --- | --- |
 | classifier | `text`, or `text_a` + `text_b` | `logits`, `probabilities` `[batch, C]`, `label` (int32 index), `label_name` `[batch]`; one class (regression): `logits`, `score` |
 | ner | `text` | `logits`, `probabilities` `[batch, seq, C]`, `label`, `label_name`, `start_offset`, `end_offset`, `first_subword` `[batch, seq]` |
-| squad | `question`, `context` | `answer`, `answer_start`, `answer_end`, `score`, `window` (int32) `[batch]`; `start_logits`, `end_logits` `[batch, seq]` of the answer's window |
+| squad | `question`, `context` | `answer`, `answer_start`, `answer_end`, `score`, `null_score`, `window` (int32) `[batch]`; `start_logits`, `end_logits` `[batch, seq]` of the answer's window |
 | multiple_choice | `context` `[batch]`, `choices` `[batch, num_choices]` | `logits`, `probabilities` `[batch, num_choices]`, `label` `[batch]` |
 
 NER offsets are bytes of `text` covered by each token (-1 at `[CLS]`, `[SEP]` and padding);
@@ -20,13 +20,16 @@ run_squad does: the question cut to `max_query_length` tokens, the context in wi
 together; the answer is the highest-scoring span (start logit + end logit) of at most
 `max_answer_length` tokens that starts at a token its window owns (BERT's max-context rule,
 `bert_tf.data.tasks.squad_windows`), as `context[answer_start:answer_end]` in bytes, and `window`
-numbers the window it came from. A context is read in at most `max_windows` windows: the rest
-is cut. A classifier also gets TF Serving's `tensorflow/serving/classify` signature, a
-regression model (one class) `tensorflow/serving/regress` (see `example_signatures`). Every
-export also has the attribute `serving_default`, for Keras 3's `TFSMLayer(path,
-call_endpoint="serving_default")` (see `keras_endpoint`). Texts are cut before tokenization to
-what `seq_length` tokens (a SQuAD context: its windows) can use (see `text_inputs`), so a
-request's memory does not grow with the size of its texts.
+numbers the window it came from; `null_score` is "no answer"'s score (start + end logit at
+`[CLS]`, in the window where it is least), and a SQuAD v2.0 export (`null_score_diff_threshold`)
+answers "" when it beats the span's by more than that. A context is read in at most
+`max_windows` windows: the rest is cut. A classifier also gets TF Serving's
+`tensorflow/serving/classify` signature, a regression model (one class)
+`tensorflow/serving/regress` (see `example_signatures`). Every export also has the attribute
+`serving_default`, for Keras 3's `TFSMLayer(path, call_endpoint="serving_default")` (see
+`keras_endpoint`). Texts are cut before tokenization to what `seq_length` tokens (a SQuAD
+context: its windows) can use (see `text_inputs`), so a request's memory does not grow with the
+size of its texts.
 
 The classifier, NER and multiple-choice exports run the model on each batch packed only to its
 longest text, rounded up to a multiple of `pad_to_multiple_of` (8) and at most `seq_length`,
@@ -51,8 +54,9 @@ import contextlib
 
 import tensorflow as tf
 
-from bert_tf.data.tasks.squad_windows import (DEFAULT_DOC_STRIDE, DEFAULT_MAX_QUERY_LENGTH,
-                                              DEFAULT_MAX_WINDOWS, check_windows)
+from bert_tf.data.tasks.squad_windows import (CLS_POSITION, DEFAULT_DOC_STRIDE,
+                                              DEFAULT_MAX_QUERY_LENGTH, DEFAULT_MAX_WINDOWS,
+                                              check_windows)
 from bert_tf.export import example_signatures
 from bert_tf.export.backing_variables import backing_variables
 from bert_tf.export.keras_endpoint import keras_endpoint
@@ -138,7 +142,7 @@ class _ServingFunctions:
     """Builds the signatures of one task model; each `<task>()` returns them as a dict."""
 
     def __init__(self, model, packer, label_names, text_pairs, skip_padding, max_answer_length,
-                 windows):
+                 windows, null_score_diff_threshold):
         self.model = model
         self.skip_padding = skip_padding
         self.packer = packer
@@ -147,6 +151,7 @@ class _ServingFunctions:
         self.max_answer_length = max_answer_length
         # squad: RawTextPacker.pack_windows' max_query_length, doc_stride and max_windows.
         self.windows = windows
+        self.null_score_diff_threshold = null_score_diff_threshold  # squad v2.0; None: v1.1
 
     def _function(self, python_function, input_signature):
         return tf.function(python_function, input_signature=input_signature,
@@ -211,6 +216,13 @@ class _ServingFunctions:
             row = first_best_rows(score, window_starts)
             start, end, score, found = (tf.gather(value, row) for value in (start, end, score,
                                                                            found))
+            # "No answer" scores at [CLS], in the window where it scores least (as run_squad).
+            null = (outputs["start_logits"][:, CLS_POSITION]
+                    + outputs["end_logits"][:, CLS_POSITION])
+            null_score = tf.math.unsorted_segment_min(null, window_starts.value_rowids(),
+                                                      window_starts.nrows())
+            if self.null_score_diff_threshold is not None:  # v2.0: no answer beats the span
+                found &= null_score - score <= self.null_score_diff_threshold
             starts, ends = (tf.gather(tokens[name], row) for name in ("start_offset", "end_offset"))
             answer_start = tf.where(found, tf.gather(starts, start, batch_dims=1), -1)
             answer_end = tf.where(found, tf.gather(ends, end, batch_dims=1), -1)
@@ -221,7 +233,7 @@ class _ServingFunctions:
                     "end_logits": tf.gather(outputs["end_logits"], row),
                     "window": tf.cast(row - window_starts.row_starts(), tf.int32),
                     "answer": answer, "answer_start": answer_start, "answer_end": answer_end,
-                    "score": tf.where(found, score, tf.float32.min)}
+                    "score": tf.where(found, score, tf.float32.min), "null_score": null_score}
 
         return {"serving_default": self._function(serving_default,
                                                   _strings("question", "context"))}
@@ -259,7 +271,7 @@ def export_task_model(export_dir, task, model, vocab_file, do_lower_case, seq_le
                       max_answer_length=DEFAULT_MAX_ANSWER_LENGTH,
                       pad_to_multiple_of=DEFAULT_PAD_TO_MULTIPLE_OF, skip_padding=True,
                       doc_stride=DEFAULT_DOC_STRIDE, max_query_length=DEFAULT_MAX_QUERY_LENGTH,
-                      max_windows=DEFAULT_MAX_WINDOWS):
+                      max_windows=DEFAULT_MAX_WINDOWS, null_score_diff_threshold=None):
     """Writes `model` with in-graph preprocessing as a serving SavedModel to `export_dir`.
 
     Args:
@@ -280,6 +292,9 @@ def export_task_model(export_dir, task, model, vocab_file, do_lower_case, seq_le
         doc_stride, max_query_length: squad only: context windows start `doc_stride` tokens
             apart; the question keeps its first `max_query_length` tokens (as run_squad).
         max_windows: squad only: the most windows read per context (the rest is cut).
+        null_score_diff_threshold: squad only, SQuAD v2.0: no answer (`answer` "", offsets -1)
+            when `null_score` exceeds the best span's score by more than this (run_squad's
+            rule; 0.0 is its default); None (v1.1): always the best span.
     """
     if task not in TASK_MODEL_CLASSES:
         raise ValueError(f"Unknown task {task!r}; expected one of {sorted(TASK_MODEL_CLASSES)}.")
@@ -307,7 +322,7 @@ def export_task_model(export_dir, task, model, vocab_file, do_lower_case, seq_le
     functions = _ServingFunctions(
         model, packer, list(label_names), text_pairs, skip_padding, max_answer_length,
         windows={"max_query_length": max_query_length, "doc_stride": doc_stride,
-                 "max_windows": max_windows})
+                 "max_windows": max_windows}, null_score_diff_threshold=null_score_diff_threshold)
     with portable_graphs():
         signatures = getattr(functions, task)()
         root = tf.__internal__.tracking.AutoTrackable()

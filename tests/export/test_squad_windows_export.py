@@ -54,11 +54,11 @@ def zeroed(model, *suffixes):
     return model
 
 
-def exported(model, vocab_file, directory):
+def exported(model, vocab_file, directory, **arguments):
     """`serving_default` of `model`'s squad export with these tests' windows."""
     path = str(directory / "1")
     export_task_model(path, "squad", model, vocab_file, do_lower_case=True, seq_length=SEQ,
-                      max_answer_length=MAX_ANSWER_LENGTH, **WINDOWS)
+                      max_answer_length=MAX_ANSWER_LENGTH, **WINDOWS, **arguments)
     return tf.saved_model.load(path).signatures["serving_default"]
 
 
@@ -112,6 +112,9 @@ def assert_answers_as_run_squad(serving, model, vocab_file, questions, contexts)
         text = decode_answer(context.encode(), windows, n_best_size=SEQ,
                              max_answer_length=MAX_ANSWER_LENGTH)["text"]
         assert outputs["answer"][i].decode().strip() == text, i
+        np.testing.assert_allclose(outputs["null_score"][i], min(
+            window["start_logits"][0] + window["end_logits"][0] for window in windows),
+            atol=1e-5)
         spans = [(start_logit + end_logit, window, start, end)
                  for window, feature in enumerate(windows)
                  for start, end, start_logit, end_logit in best_spans(
@@ -215,9 +218,38 @@ def test_an_empty_batch_and_empty_texts(serving):
     outputs = serving(question=tf.constant([], tf.string), context=tf.constant([], tf.string))
     assert {name: value.shape.as_list() for name, value in outputs.items()} == {
         "answer": [0], "answer_start": [0], "answer_end": [0], "score": [0], "window": [0],
-        "start_logits": [0, SEQ], "end_logits": [0, SEQ]}
+        "null_score": [0], "start_logits": [0, SEQ], "end_logits": [0, SEQ]}
     outputs = serving(question=tf.constant(["", "what?"]), context=tf.constant(["", ""]))
     assert outputs["answer"].numpy().tolist() == [b"", b""]
     assert outputs["answer_start"].numpy().tolist() == outputs["answer_end"].numpy().tolist() == [
         -1, -1]
     assert outputs["window"].numpy().tolist() == [0, 0]
+
+
+def test_a_squad_v2_export_answers_nothing_where_run_squad_does(squad_model, vocab_file,
+                                                                tmp_path):
+    """With `null_score_diff_threshold`, "" where "no answer" beats the best span by more than
+    it, as run_squad's v2.0 decoding; the threshold chosen to fall between the examples."""
+    features = run_squad_features(vocab_file, QUESTIONS, CONTEXTS)
+    logits = squad_model({name: tf.constant(value) for name, value in features.inputs.items()},
+                         training=False)
+    decoded = []
+    for i, context in enumerate(CONTEXTS):
+        windows = [{"start_logits": logits["start_logits"][row].numpy(),
+                    "end_logits": logits["end_logits"][row].numpy(),
+                    "token_offsets": features.token_offsets[row],
+                    "token_is_max_context": features.token_is_max_context[row]}
+                   for row in np.flatnonzero(features.example_index == i)]
+        decoded.append(lambda threshold, context=context, windows=windows: decode_answer(
+            context.encode(), windows, n_best_size=SEQ, max_answer_length=MAX_ANSWER_LENGTH,
+            version_2_with_negative=True, null_score_diff_threshold=threshold))
+    differences = sorted(answer(0.0)["null_score_diff"] for answer in decoded)
+    threshold = float(np.mean(differences[4:6]))  # 5 answered by a span, 5 not (one empty)
+    serving = exported(squad_model, vocab_file, tmp_path, null_score_diff_threshold=threshold)
+    outputs = serving(question=tf.constant(QUESTIONS), context=tf.constant(CONTEXTS))
+    texts = [answer(threshold)["text"] for answer in decoded]
+    assert [text.decode().strip() for text in outputs["answer"].numpy()] == texts
+    assert texts.count("") == 5
+    unanswered = [i for i, text in enumerate(texts) if not text]
+    assert outputs["answer_start"].numpy()[unanswered].tolist() == [-1] * 5
+

@@ -71,6 +71,10 @@ def test_preprocess_refuses_a_seq_length_too_short_in_one_line(tmp_path, seq_len
     (["--export_type=ner", "--max_windows=4", "--max_query_length=8"],
      "--max_query_length applies to the squad export, not to ner; --max_windows applies to the "
      "squad export, not to ner"),
+    (["--export_type=classifier", "--version_2_with_negative"],
+     "--version_2_with_negative applies to the squad export, not to classifier"),
+    (["--export_type=squad", "--null_score_diff_threshold=1"],
+     "--null_score_diff_threshold applies with --version_2_with_negative"),
     (["--export_type=squad", "--doc_stride=0"], "doc_stride must be at least 1, got 0."),
     (["--export_type=squad", "--max_windows=0"], "max_windows must be at least 1, got 0."),
     (["--export_type=squad", "--seq_length=64"],

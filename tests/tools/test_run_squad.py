@@ -77,10 +77,11 @@ def test_the_summary_is_on_stdout(trained):
     results = read_json(trained["output_dir"], "eval_results.json")
     path = os.path.join(trained["output_dir"], "eval_results.json")
     predictions = os.path.join(trained["output_dir"], "predictions.json")
-    assert trained["stdout"].splitlines()[-2:] == [
+    assert trained["stdout"].splitlines()[-3:-1] == [
         f"Wrote predictions for 9 questions to {predictions}",
         f"eval exact match = {results['exact_match']:.2f}, F1 = {results['f1']:.2f} "
         f"(9 questions; {path})"]
+    assert trained["stdout"].splitlines()[-1].startswith("To serve it: ")
 
 
 def test_predictions_come_from_the_contexts_and_are_scored_officially(trained):
@@ -139,23 +140,28 @@ def test_predict_only_restores_the_fine_tuned_checkpoint(trained, tmp_path):
             == read_json(trained["output_dir"], "predictions.json"))
 
 
-def test_exported_model_gives_the_tools_answers(trained, tmp_path):
-    # The run's windows: the long context's answer (zebra) is in its last one.
-    result = run_tool(
-        "export_savedmodel.py", "--export_type=squad", f"--init_checkpoint={trained['output_dir']}",
-        f"--output_dir={tmp_path}", f"--seq_length={SEQ}", "--doc_stride=8",
-        "--max_query_length=8")
+def exported_answers(stdout, dataset, tmp_path):
+    """{question id: answer} of the SavedModel that the run's printed export command writes."""
+    command = stdout.splitlines()[-1].removeprefix("To serve it: ").replace(
+        "<model base path>", str(tmp_path)).split()
+    assert command[:2] == ["bert-tf-export-savedmodel", "--export_type=squad"]
+    result = run_tool("export_savedmodel.py", *command[1:])
     assert result.returncode == 0, result.stderr[-3000:]
     serving = tf.saved_model.load(str(tmp_path / "1")).signatures["serving_default"]
-    predictions = read_json(trained["output_dir"], "predictions.json")
     questions = {qa["id"]: (qa["question"], paragraph["context"])
-                 for article in trained["dataset"]["data"]
+                 for article in dataset["data"]
                  for paragraph in article["paragraphs"] for qa in paragraph["qas"]}
     ids = sorted(questions)
     answers = serving(question=tf.constant([questions[i][0] for i in ids]),
                       context=tf.constant([questions[i][1] for i in ids]))["answer"]
-    assert {i: a.decode("utf-8") for i, a in zip(ids, answers.numpy())} == {
-        i: predictions[i] for i in ids}
+    return {i: a.decode("utf-8") for i, a in zip(ids, answers.numpy())}
+
+
+def test_exported_model_gives_the_tools_answers(trained, tmp_path):
+    # With the run's windows (the printed command names them): the long context's answer
+    # (zebra) is in its last one.
+    predictions = read_json(trained["output_dir"], "predictions.json")
+    assert exported_answers(trained["stdout"], trained["dataset"], tmp_path) == predictions
 
 
 def test_version_2_with_negative(pretrained, tmp_path):
@@ -181,6 +187,10 @@ def test_version_2_with_negative(pretrained, tmp_path):
     for key in ("exact", "f1", "HasAns_f1", "NoAns_f1", "best_f1", "best_f1_thresh"):
         assert results[key] == pytest.approx(expected[key]), key
     assert results["NoAns_total"] == 1
+    # Served, "no answer" where the tool found none.
+    assert "--version_2_with_negative --null_score_diff_threshold=0.5" in (
+        result.stdout.splitlines()[-1])
+    assert exported_answers(result.stdout, dataset, tmp_path / "served") == predictions
 
 
 def test_bad_input_is_named(pretrained, tmp_path):
