@@ -55,10 +55,11 @@ def define_flags():
                          "exports: at least 3, at most the encoder's max_position_embeddings "
                          "(encoder signatures take any length).")
     flags.DEFINE_integer("version", None, "Version number; defaults to the next free one.")
-    flags.DEFINE_bool("text_pairs", False, "classifier: take text_a/text_b instead of text.")
+    flags.DEFINE_bool("text_pairs", False, "classifier: take text_a/text_b instead of text "
+                      "(default: as the GLUE task run_classifier trained the checkpoint on).")
     flags.DEFINE_list("label_names", None, "classifier/ner: a name per class, in class order "
-                      "(ner: defaults to the label_list.txt run_ner wrote beside the "
-                      "checkpoint).")
+                      "(defaults: the GLUE task's labels for a run_classifier checkpoint, the "
+                      "label_list.txt run_ner wrote beside a run_ner one).")
     flags.DEFINE_integer("max_answer_length", 30, "squad: the longest answer, in tokens.")
     flags.DEFINE_integer("doc_stride", DEFAULT_DOC_STRIDE, "squad: tokens between the starts of "
                          "consecutive context windows (as run_squad).")
@@ -141,6 +142,7 @@ def _writer():
                          f"written by run_pretraining or converted from Google's.")
     vocab_file = checkpoint_vocab_file_from_flags(FLAGS.init_checkpoint)
     do_lower_case = do_lower_case_from_flags(FLAGS.init_checkpoint)
+    text_pairs, label_names = _classifier_inputs_and_labels()
     _stage(f"loading {FLAGS.init_checkpoint}")
     if FLAGS.export_type in ("encoder", "encoder_with_mlm"):
         model = load_model(FLAGS.init_checkpoint, BertPretrainer if FLAGS.export_type ==
@@ -149,14 +151,38 @@ def _writer():
         return lambda path: export_encoder(path, model, vocab_file, do_lower_case)
     model = load_task_model(FLAGS.export_type, FLAGS.init_checkpoint, FLAGS.bert_config_file)
     check_seq_length(FLAGS.seq_length, model.encoder.config.max_position_embeddings)
-    label_names = FLAGS.label_names or _label_list_beside_checkpoint()
+    label_names = label_names or _label_list_beside_checkpoint()
     return lambda path: export_task_model(
         path, FLAGS.export_type, model, vocab_file, do_lower_case,
-        seq_length=FLAGS.seq_length, text_pairs=FLAGS.text_pairs, label_names=label_names,
+        seq_length=FLAGS.seq_length, text_pairs=text_pairs, label_names=label_names,
         max_answer_length=FLAGS.max_answer_length, doc_stride=FLAGS.doc_stride,
         max_query_length=FLAGS.max_query_length, max_windows=FLAGS.max_windows,
         null_score_diff_threshold=(FLAGS.null_score_diff_threshold
                                    if FLAGS.version_2_with_negative else None))
+
+
+def _classifier_inputs_and_labels():
+    """`(text_pairs, label_names)` of the export: the flags', except that a classifier trained
+    by run_classifier on a GLUE task (its run.json beside --init_checkpoint) takes its task's
+    inputs and label names unless given. A --text_pairs contradicting the task is refused: a
+    pair model served single texts (or the reverse) answers without an error, but wrongly."""
+    from bert_tf.checkpoints import detect_format
+    from bert_tf.data.tasks.glue_tasks import glue_task
+    from bert_tf.training.existing_run import recorded_task
+
+    if FLAGS.export_type != "classifier":
+        return FLAGS.text_pairs, FLAGS.label_names
+    _, resolved = detect_format(FLAGS.init_checkpoint)
+    task_name = recorded_task(os.path.dirname(resolved), "run_classifier")
+    if task_name is None:
+        return FLAGS.text_pairs, FLAGS.label_names
+    task = glue_task(task_name)
+    if FLAGS["text_pairs"].present and FLAGS.text_pairs != task.is_pair_task:
+        reads = "pairs of texts" if task.is_pair_task else "single texts"
+        raise app.UsageError(f"--{'' if FLAGS.text_pairs else 'no'}text_pairs: "
+                             f"{FLAGS.init_checkpoint} was fine-tuned on {task.name}, which "
+                             f"reads {reads}; leave the flag out")
+    return task.is_pair_task, FLAGS.label_names or (task.label_names and list(task.label_names))
 
 
 def _label_list_beside_checkpoint():

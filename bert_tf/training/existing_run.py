@@ -70,6 +70,20 @@ def _recorded_run(output_dir):
     return read_json_file(run_path) if tf.io.gfile.exists(run_path) else None
 
 
+def recorded_task(output_dir, tool):
+    """The task that `tool` (e.g. "run_classifier") recorded training in `output_dir`'s
+    `run.json` (e.g. "MRPC"), or None (no record, another tool's, or no task).
+
+    Example:
+        >>> recorded_task("/tmp/mrpc", "run_classifier")
+        'MRPC'
+    """
+    recorded = _recorded_run(output_dir)
+    if not isinstance(recorded, dict) or recorded.get("tool") != tool:
+        return None
+    return recorded.get("task")
+
+
 def _task_differences(recorded, tool, task):
     """`[difference]` between the run `recorded` (`_recorded_run`) and this one (`tool`,
     `task`), or `[]` when nothing is recorded or the same."""

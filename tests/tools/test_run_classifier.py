@@ -427,6 +427,23 @@ def test_sentence_pairs_with_mnlis_matched_and_mismatched_files(workspace, tmp_p
         assert rows[0] == ["id", "label"] + [f"probability_{label}" for label in MNLI_LABELS]
         assert len(rows) == count + 1 and all(row[1] in MNLI_LABELS for row in rows[1:])
     assert "--text_pairs --label_names=contradiction,entailment,neutral" in result.stdout
+    # Exported without those flags, it takes the task's pairs and labels from the run; a flag
+    # contradicting the task is refused before loading.
+    result = run_tool("export_savedmodel.py", "--export_type=classifier",
+                      f"--init_checkpoint={output_dir}", f"--output_dir={tmp_path / 'served'}",
+                      f"--seq_length={SEQ}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    serving = tf.saved_model.load(str(tmp_path / "served" / "1")).signatures["serving_default"]
+    assert sorted(serving.structured_input_signature[1]) == ["text_a", "text_b"]
+    labels = serving(text_a=tf.constant(["a cat sat"] * 2), text_b=tf.constant(["a cat", "no"]))
+    assert {name.decode() for name in labels["label_name"].numpy()} <= set(MNLI_LABELS)
+    result = run_tool("export_savedmodel.py", "--export_type=classifier",
+                      f"--init_checkpoint={output_dir}", f"--output_dir={tmp_path / 'single'}",
+                      "--notext_pairs")
+    assert error_output(result) == (
+        f"export_savedmodel: error: --notext_pairs: {output_dir} was fine-tuned on MNLI, which "
+        f"reads pairs of texts; leave the flag out")
+    assert not (tmp_path / "single").exists()
 
 
 def test_sts_b_is_a_regression(workspace, tmp_path):
