@@ -91,17 +91,21 @@ class _SaveEverySteps(keras.callbacks.Callback):
 
 
 class _RealStepsProgbar(keras.callbacks.ProgbarLogger):
-    """Keras' progress bar, counting the steps each host call really ran.
+    """Keras' progress bar, counting the steps each host call really ran: the optimizer's.
 
-    Keras counts `steps_per_execution` steps per call, the last call's too, which runs only
-    the steps left: a 2,105-step SST-2 epoch at 10 per call showed 2110/2105 before
-    2105/2105, and a 6-step job 10/6.
+    Keras' own `batch` counts `steps_per_execution` steps per call, the last call's too, which
+    runs only the steps left (a 2,105-step SST-2 epoch at 10 per call showed 2110/2105 before
+    2105/2105, a 6-step job 10/6), and Keras 3.10 passes the index of a call's first step, not
+    its last (3 steps per call counted 1, 4, 7 for 3, 6, 9).
     """
 
+    def on_train_begin(self, logs=None):
+        super().on_train_begin(logs)
+        self._first_step = optimizer_step(self.model)  # restored from its checkpoint, or 0
+
     def on_train_batch_end(self, batch, logs=None):
-        # `batch` is the index of the call's last step by Keras' count; the job's last is
-        # `target - 1` (`fit`'s `steps_per_epoch`).
-        super().on_train_batch_end(min(batch, self.target - 1), logs)
+        # ProgbarLogger shows `batch + 1` steps done.
+        super().on_train_batch_end(optimizer_step(self.model) - self._first_step - 1, logs)
 
 
 class FineTuner:
