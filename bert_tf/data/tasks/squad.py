@@ -338,10 +338,10 @@ def squad_features(examples, tokenizer, max_seq_length, doc_stride, max_query_le
         chunk_starts = window_starts.values.numpy().tolist()
         chunk_lengths = window_lengths.values.numpy().tolist()
         chunk_owned = np.split(owned.flat_values.numpy(), owned.values.row_splits.numpy()[1:-1])
-        for (index, query, answer), first, end in zip(chunk, first_windows, first_windows[1:]):
+        for (index, query, answer), first, stop in zip(chunk, first_windows, first_windows[1:]):
             ids, starts, ends = context_tokens[examples[index].context]
             for window_start, length, is_max_context in zip(
-                    chunk_starts[first:end], chunk_lengths[first:end], chunk_owned[first:end]):
+                    chunk_starts[first:stop], chunk_lengths[first:stop], chunk_owned[first:stop]):
                 doc_offset = len(query) + 2     # [CLS] question [SEP]
                 window = slice(window_start, window_start + length)
                 word_ids = [cls_id, *query, sep_id, *ids[window], sep_id]
