@@ -9,10 +9,11 @@ or task, it would overwrite the first two and then "resume" weights that do not 
 error deep inside TensorFlow) or, of a task with as many labels, that fit silently; with other
 training flags, it would continue a schedule the checkpoints did not start. So a tool calls
 `check_existing_run` before writing anything: a directory holding a run of anything else is
-refused in one line naming what differs, and left as it is. `record_run` then writes the files. A directory holding files
-of the names a run writes but no run of this package (someone's own `eval_results.json`, an
-original BERT's `checkpoint`) is refused before that, when the tool checks its flags
-(`other_files_problem`): the run would overwrite them.
+refused in one line naming what differs, and left as it is. `record_run` then writes the
+files, and `recorded_task` reads back the task of a run (an export's defaults). A directory
+holding files of the names a run writes but no run of this package (someone's own
+`eval_results.json`, an original BERT's `checkpoint`) is refused before that, when the tool
+checks its flags (`other_files_problem`): the run would overwrite them.
 
 Example:
     >>> other_files_problem("/tmp/sst2", ["predictions*.tsv"])

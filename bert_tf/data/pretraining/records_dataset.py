@@ -245,10 +245,11 @@ def training_dataset(files, global_batch_size, max_seq_length, max_predictions_p
 
     The stream is a deterministic function of (`files`, `seed`, the number of input pipelines)
     and TensorFlow's global seed, which tf.data's shuffles combine with `seed` (the tools set
-    it from their --seed): that is what makes resuming exact. A job restarted at global step `start_step` rebuilds
-    the same stream and skips the batches this pipeline fed before, at the level of raw
-    records (they are read but not parsed). tf.distribute's iterators cannot be checkpointed,
-    and skipping needs nothing but the step, on every strategy and every worker.
+    it from their --seed): that is what makes resuming exact. A job restarted at global step
+    `start_step` rebuilds the same stream and skips the batches this pipeline fed before, at
+    the level of raw records (they are read but not parsed). tf.distribute's iterators cannot
+    be checkpointed, and skipping needs nothing but the step, on every strategy and every
+    worker.
 
     Args:
       files: TFRecord files (`expand_input_files`), the same sorted list on every worker.
