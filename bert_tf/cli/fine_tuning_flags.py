@@ -272,6 +272,23 @@ def prepare_output_dir(encoder, vocab_file, tool, task=None):
                do_lower_case_from_flags(), training)
 
 
+def print_export_command(export_type, *export_flags):
+    """Prints, after training, the `bert-tf-export-savedmodel` command that serves the run:
+    its checkpoint, --max_seq_length, its casing and `export_flags` (the task's, e.g.
+    "--doc_stride=128"); the user completes `--output_dir`.
+
+    Example:
+        >>> print_export_command("ner")
+        To serve it: bert-tf-export-savedmodel --export_type=ner --init_checkpoint=/tmp/ner
+        --output_dir=<model base path> --seq_length=128
+    """
+    casing = [] if do_lower_case_from_flags() else ["--nodo_lower_case"]
+    print("To serve it: " + " ".join([
+        "bert-tf-export-savedmodel", f"--export_type={export_type}",
+        f"--init_checkpoint={FLAGS.output_dir}", "--output_dir=<model base path>",
+        f"--seq_length={FLAGS.max_seq_length}", *export_flags, *casing]))
+
+
 def num_train_steps(num_examples):
     """--num_train_steps, else the optimizer steps for --num_train_epochs over `num_examples` at
     --train_batch_size."""

@@ -251,12 +251,9 @@ def main():
         _write_predictions(path, task, examples, logits)
         print(f"Wrote {len(examples)} predictions to {path}")
     if train:
-        labels = "" if task.is_regression else f" --label_names={','.join(task.label_names)}"
-        pairs = " --text_pairs" if task.is_pair_task else ""
-        casing = "" if do_lower_case else " --nodo_lower_case"
-        print(f"To serve it: bert-tf-export-savedmodel --export_type=classifier "
-              f"--init_checkpoint={FLAGS.output_dir} --output_dir=<model base path> "
-              f"--seq_length={FLAGS.max_seq_length}{pairs}{labels}{casing}")
+        common.print_export_command(
+            "classifier", *(["--text_pairs"] if task.is_pair_task else []),
+            *([] if task.is_regression else [f"--label_names={','.join(task.label_names)}"]))
     return 0
 
 

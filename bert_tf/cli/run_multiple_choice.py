@@ -116,6 +116,8 @@ def fine_tune(vocab_file):
         output = os.path.join(FLAGS.output_dir, TEST_PREDICTIONS_FILE)
         _write_predictions(output, examples, softmax(logits(examples, FLAGS.predict_batch_size)))
         print(f"Wrote predictions for {len(examples)} examples to {output}")
+    if FLAGS.do_train:
+        common.print_export_command("multiple_choice")
 
 
 def main():

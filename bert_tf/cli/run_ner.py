@@ -198,6 +198,8 @@ def fine_tune(tokenizer_vocab):
         with replacing(output) as temporary:
             conll.write_conll_predictions(temporary, sentences, predicted)
         print(f"Wrote predictions for {len(sentences)} sentences to {output}")
+    if FLAGS.do_train:
+        common.print_export_command("ner")  # its labels: label_list.txt, beside the checkpoint
 
 
 def main():

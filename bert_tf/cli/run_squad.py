@@ -227,21 +227,14 @@ def main():
             print(f"eval exact match = {exact:.2f}, F1 = {results['f1']:.2f} "
                   f"({len(examples)} questions; {path})")
     if train:
-        print(f"To serve it: {_export_command()}")
+        # The export answers as this run predicts with the run's windows and answer rules.
+        common.print_export_command("squad", *[
+            f"--{name}={FLAGS[name].value}"
+            for name in ("doc_stride", "max_query_length", "max_answer_length")], *([
+                "--version_2_with_negative",
+                f"--null_score_diff_threshold={FLAGS.null_score_diff_threshold}"]
+                if FLAGS.version_2_with_negative else []))
     return 0
-
-
-def _export_command():
-    """The bert-tf-export-savedmodel command whose SavedModel answers as this run predicts."""
-    answers = [f"--{name}={FLAGS[name].value}"
-               for name in ("doc_stride", "max_query_length", "max_answer_length")]
-    if FLAGS.version_2_with_negative:
-        answers += ["--version_2_with_negative",
-                    f"--null_score_diff_threshold={FLAGS.null_score_diff_threshold}"]
-    casing = [] if common.do_lower_case_from_flags() else ["--nodo_lower_case"]
-    return " ".join(["bert-tf-export-savedmodel --export_type=squad",
-                     f"--init_checkpoint={FLAGS.output_dir}", "--output_dir=<model base path>",
-                     f"--seq_length={FLAGS.max_seq_length}", *answers, *casing])
 
 
 def run():

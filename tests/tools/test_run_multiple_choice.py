@@ -16,7 +16,7 @@ import tensorflow_text  # noqa: F401  (the exported SavedModel uses tf.text ops)
 from bert_tf.cli.run_multiple_choice import OUTPUTS
 from bert_tf.data.tasks.swag import read_swag
 from bert_tf.training.existing_run import is_run_output
-from tests.tools.tool_runs import error_output, run_tool, scalar_curves
+from tests.tools.tool_runs import error_output, run_printed_export, run_tool, scalar_curves
 
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "man", "woman", "opens", "door",
          "she", "he", "runs", "walks", "sits", "smiles", "away", "home", "down", "good", "bad",
@@ -119,9 +119,8 @@ def test_eval_only_rerun_and_export_agree(data, trained, tmp_path):
     after = read_predictions(output_dir / "eval_predictions.csv")
     assert [row["prediction"] for row in after] == [row["prediction"] for row in before]
 
-    result = run_tool("export_savedmodel.py", "--export_type=multiple_choice",
-                      f"--init_checkpoint={output_dir}", f"--seq_length={MAX_SEQ_LENGTH}",
-                      f"--output_dir={tmp_path}/swag")
+    # The command the training run printed.
+    result = run_printed_export(trained[1].stdout, tmp_path / "swag")
     assert result.returncode == 0, result.stderr[-3000:]
     serving = tf.saved_model.load(str(tmp_path / "swag" / "1")).signatures["serving_default"]
     examples = read_swag(str(data / "val.csv"), require_labels=True)

@@ -17,7 +17,7 @@ from bert_tf.data.tasks.conll import read_conll
 from bert_tf.metrics.sequence_labeling import entity_scores
 from bert_tf.training.existing_run import is_run_output
 from tests.resources import minilm_dir, shared_data_path
-from tests.tools.tool_runs import error_output, run_tool, scalar_curves
+from tests.tools.tool_runs import error_output, run_printed_export, run_tool, scalar_curves
 
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "john", "smith", "mary", "jones", "new",
          "york", "paris", "acme", "corp", "the", "met", "in", "visited", "today", "and", "a",
@@ -133,11 +133,11 @@ def test_eval_only_rerun_matches(data, trained, tmp_path):
 
 
 def test_exported_ner_model_agrees_with_the_tool(data, trained, tmp_path):
-    output_dir, _ = trained
-    # Without --label_names: the label_list.txt run_ner wrote names the classes.
-    result = run_tool("export_savedmodel.py", "--export_type=ner",
-                      f"--init_checkpoint={output_dir}", f"--seq_length={MAX_SEQ_LENGTH}",
-                      f"--output_dir={tmp_path}/ner")
+    output_dir, training = trained
+    # The command the tool printed, without --label_names: the label_list.txt run_ner wrote
+    # names the classes.
+    assert f"--seq_length={MAX_SEQ_LENGTH}" in training.stdout.splitlines()[-1]
+    result = run_printed_export(training.stdout, tmp_path / "ner")
     assert result.returncode == 0, result.stderr[-3000:]
     serving = tf.saved_model.load(str(tmp_path / "ner" / "1")).signatures["serving_default"]
     sentences = read_conll(str(output_dir / "test_predictions.txt"))

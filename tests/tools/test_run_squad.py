@@ -18,7 +18,7 @@ from bert_tf.metrics.squad import evaluate_squad_v1, evaluate_squad_v2
 from bert_tf.training.existing_run import is_run_output
 from tests.data.tasks.test_squad import VOCAB, squad_json, write_squad, write_vocab
 from tests.resources import minilm_dir, shared_data_path
-from tests.tools.tool_runs import run_tool, scalar_curves
+from tests.tools.tool_runs import run_printed_export, run_tool, scalar_curves
 
 SEQ = 32
 # Small windows (several per long context); n_best_size = SEQ makes the span search exhaustive,
@@ -142,10 +142,7 @@ def test_predict_only_restores_the_fine_tuned_checkpoint(trained, tmp_path):
 
 def exported_answers(stdout, dataset, tmp_path):
     """{question id: answer} of the SavedModel that the run's printed export command writes."""
-    command = stdout.splitlines()[-1].removeprefix("To serve it: ").replace(
-        "<model base path>", str(tmp_path)).split()
-    assert command[:2] == ["bert-tf-export-savedmodel", "--export_type=squad"]
-    result = run_tool("export_savedmodel.py", *command[1:])
+    result = run_printed_export(stdout, tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
     serving = tf.saved_model.load(str(tmp_path / "1")).signatures["serving_default"]
     questions = {qa["id"]: (qa["question"], paragraph["context"])

@@ -39,6 +39,16 @@ def run_tool(tool, *flags, env=None, timeout=900):
                           timeout=timeout, env=tool_env(env))
 
 
+def run_printed_export(stdout, model_base_path):
+    """Runs the export command a fine-tuning tool printed last ("To serve it: ..."), as a user
+    pastes it, with `model_base_path` for its --output_dir; the `CompletedProcess`."""
+    line = stdout.strip().splitlines()[-1]
+    prefix = "To serve it: bert-tf-export-savedmodel "
+    assert line.startswith(prefix), line
+    return run_tool("export_savedmodel.py", *line.removeprefix(prefix).replace(
+        "<model base path>", str(model_base_path)).split())
+
+
 def error_output(result):
     """The failed tool's stderr, which must be its one error line (exit status 1)."""
     assert result.returncode == 1, result.stderr
