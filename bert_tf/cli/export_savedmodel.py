@@ -25,6 +25,7 @@ Example:
     saved_model_cli show --dir /models/sst2/1 --all
 """
 
+import math
 import os
 import sys
 import time
@@ -109,6 +110,10 @@ def _check_flags():
                  for name in SQUAD_FLAGS if FLAGS[name].present and FLAGS.export_type != "squad"]
     if FLAGS["null_score_diff_threshold"].present and not FLAGS.version_2_with_negative:
         problems.append("--null_score_diff_threshold applies with --version_2_with_negative")
+    if math.isnan(FLAGS.null_score_diff_threshold):
+        problems.append("--null_score_diff_threshold must be a number, got nan")
+    if FLAGS.max_answer_length < 1:
+        problems.append(f"--max_answer_length must be at least 1, got {FLAGS.max_answer_length}")
     if FLAGS.label_names and repeated_label_names(FLAGS.label_names):
         problems.append(f"--label_names names two classes alike: {','.join(FLAGS.label_names)}")
     if problems:

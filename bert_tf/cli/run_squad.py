@@ -31,6 +31,7 @@ Example (MiniLM from its Hugging Face directory):
 """
 
 import logging
+import math
 
 from absl import flags
 
@@ -80,6 +81,12 @@ def _check_squad_flags():
     if FLAGS.max_seq_length < FLAGS.max_query_length + 4:
         problems.append(f"--max_seq_length ({FLAGS.max_seq_length}) must exceed "
                         f"--max_query_length ({FLAGS.max_query_length}) + 3 special tokens")
+    # (A v2.0 TFDS dataset turns --version_2_with_negative on.)
+    if math.isnan(FLAGS.null_score_diff_threshold):
+        problems.append("--null_score_diff_threshold must be a number, got nan")
+    elif (FLAGS["null_score_diff_threshold"].present and not FLAGS.version_2_with_negative
+          and not FLAGS.tfds_name):
+        problems.append("--null_score_diff_threshold applies with --version_2_with_negative")
     data_flags = {} if FLAGS.tfds_name else {"train": ["train_file"], "eval": ["predict_file"],
                                               "predict": ["predict_file"]}
     common.check_flags(data_flags, tool_problems=problems, outputs=OUTPUTS)

@@ -22,8 +22,9 @@ together; the answer is the highest-scoring span (start logit + end logit) of at
 `bert_tf.data.tasks.squad_windows`), as `context[answer_start:answer_end]` in bytes, and `window`
 numbers the window it came from; `null_score` is "no answer"'s score (start + end logit at
 `[CLS]`, in the window where it is least), and a SQuAD v2.0 export (`null_score_diff_threshold`)
-answers "" when it beats the span's by more than that. A context is read in at most
-`max_windows` windows: the rest is cut. A classifier also gets TF Serving's
+answers "" (offsets -1, `score` still the best span's) when it beats the span's by more than
+that. A context is read in at most `max_windows` windows: the rest is cut; the export's
+`sequences_per_string` (= `max_windows`) tells a server what a request can cost. A classifier also gets TF Serving's
 `tensorflow/serving/classify` signature, a regression model (one class)
 `tensorflow/serving/regress` (see `example_signatures`). Every export also has the attribute
 `serving_default`, for Keras 3's `TFSMLayer(path, call_endpoint="serving_default")` (see
@@ -51,6 +52,7 @@ Example:
 """
 
 import contextlib
+import math
 
 import tensorflow as tf
 
@@ -221,11 +223,12 @@ class _ServingFunctions:
                     + outputs["end_logits"][:, CLS_POSITION])
             null_score = tf.math.unsorted_segment_min(null, window_starts.value_rowids(),
                                                       window_starts.nrows())
+            answered = found
             if self.null_score_diff_threshold is not None:  # v2.0: no answer beats the span
-                found &= null_score - score <= self.null_score_diff_threshold
+                answered &= null_score - score <= self.null_score_diff_threshold
             starts, ends = (tf.gather(tokens[name], row) for name in ("start_offset", "end_offset"))
-            answer_start = tf.where(found, tf.gather(starts, start, batch_dims=1), -1)
-            answer_end = tf.where(found, tf.gather(ends, end, batch_dims=1), -1)
+            answer_start = tf.where(answered, tf.gather(starts, start, batch_dims=1), -1)
+            answer_end = tf.where(answered, tf.gather(ends, end, batch_dims=1), -1)
             # Without an answer, an empty substring at 0 (substr refuses position -1).
             answer = tf.strings.substr(context, tf.maximum(answer_start, 0),
                                        answer_end - answer_start)
@@ -306,6 +309,8 @@ def export_task_model(export_dir, task, model, vocab_file, do_lower_case, seq_le
         raise ValueError(f"max_answer_length must be at least 1 token, got {max_answer_length}.")
     if task == "squad":
         check_windows(seq_length, doc_stride, max_query_length, max_windows)
+        if null_score_diff_threshold is not None and math.isnan(null_score_diff_threshold):
+            raise ValueError("null_score_diff_threshold must be a number, got nan.")
     if text_pairs and task != "classifier":
         raise ValueError(f"text_pairs applies to the classifier export only, not to {task}.")
     num_classes = getattr(model, "num_classes", None)
@@ -330,6 +335,9 @@ def export_task_model(export_dir, task, model, vocab_file, do_lower_case, seq_le
         root.do_lower_case = tf.Variable(bool(do_lower_case), trainable=False,
                                          name="do_lower_case")
         root.seq_length = tf.Variable(seq_length, trainable=False, name="seq_length")
+        if task == "squad":  # a context makes up to max_windows sequences (tools/serve.py)
+            root.sequences_per_string = tf.Variable(max_windows, trainable=False,
+                                                    name="sequences_per_string")
         # Tracked so that the SavedModel holds every variable the signatures capture (Keras
         # does not track its dropout RNG states for TensorFlow).
         root.model_variables = backing_variables(model.variables)

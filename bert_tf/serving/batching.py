@@ -9,8 +9,10 @@ most strings one of its inputs holds when that is more: each string is a text th
 package's exports pack into one sequence, cut to what their `seq_length` can use, so strings
 bound what a request claims. A multiple-choice request of 2 rows of 4 `choices` is 8 sequences
 (one row of 20,000 choices, when only rows were counted, ran for 220 s and grew the server from
-1 to 9.3 GB). A request of more than `max_batch_size` sequences, or with an empty input, is
-refused before it is queued.
+1 to 9.3 GB). A model whose strings each make up to `sequences_per_string` sequences (a SQuAD
+export reads a context in up to `max_windows` windows) counts each string that many times: 32
+questions about 3000-word contexts, counted as 32, ran 512 sequences in one call. A request of
+more than `max_batch_size` sequences, or with an empty input, is refused before it is queued.
 
 `num_batch_threads` batches run at once; when a batch closes while other batch threads are idle,
 its requests are shared out among them (see `BatchingQueue`).
@@ -72,7 +74,7 @@ class BatchingQueue:
     """
 
     def __init__(self, run_batch, max_batch_size, batch_timeout_micros, num_batch_threads=1,
-                 name="batching"):
+                 name="batching", sequences_per_string=1):
         if max_batch_size < 1:
             raise ValueError(f"max_batch_size must be at least 1, got {max_batch_size}")
         if batch_timeout_micros < 0:
@@ -80,6 +82,7 @@ class BatchingQueue:
         if num_batch_threads < 1:
             raise ValueError(f"num_batch_threads must be at least 1, got {num_batch_threads}")
         self.max_batch_size = max_batch_size
+        self.sequences_per_string = sequences_per_string
         self._run_batch = run_batch
         self._timeout = batch_timeout_micros / 1e6
         self._pending = collections.deque()
@@ -143,13 +146,16 @@ class BatchingQueue:
                 grpc.StatusCode.INVALID_ARGUMENT,
                 f"Batch of {count} rows is larger than the maximum batch size "
                 f"{self.max_batch_size} (--max_batch_size); split the request.")
-        size, name = max(((array.size, name) for name, array in inputs.items()
-                          if array.dtype.kind in "OSU"), default=(count, None))
+        strings, name = max(((array.size, name) for name, array in inputs.items()
+                             if array.dtype.kind in "OSU"), default=(None, None))
+        size = count if strings is None else strings * self.sequences_per_string
         if size > self.max_batch_size:
+            per_string = ("a sequence per string" if self.sequences_per_string == 1 else
+                          f"up to {self.sequences_per_string} sequences per string ({size})")
             raise ServingError(
                 grpc.StatusCode.INVALID_ARGUMENT,
-                f"Input '{name}' holds {size} strings (shape {list(inputs[name].shape)}): the "
-                f"model runs a sequence per string, at most {self.max_batch_size} in one call "
+                f"Input '{name}' holds {strings} strings (shape {list(inputs[name].shape)}): the "
+                f"model runs {per_string}, at most {self.max_batch_size} in one call "
                 f"(--max_batch_size); split the request.")
         return count, size
 

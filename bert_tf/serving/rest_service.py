@@ -421,6 +421,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             # smuggling vector), as with two Content-Lengths.
             raise _invalid("The request has both Transfer-Encoding and Content-Length; send "
                            "one of them.")
+        if self.request_version == "HTTP/1.0":  # HTTP/1.0 has no chunks (RFC 9112 6.1)
+            raise _invalid("Transfer-Encoding is not HTTP/1.0; send a Content-Length.")
         return self._chunks(held)
 
     def _chunks(self, held):
@@ -433,7 +435,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                 if len(size_line) > _MAX_CHUNK_LINE:
                     raise _invalid(f"A chunk-size line is longer than {_MAX_CHUNK_LINE} bytes.")
                 raise ConnectionAbortedError("the client stopped sending in a chunked body")
-            size = size_line.split(b";", 1)[0].strip()
+            size = size_line.split(b";", 1)[0].rstrip(b" \t\r\n")  # space only before ";"
             if not _CHUNK_SIZE.fullmatch(size):
                 raise _invalid(f"Chunk size must be hexadecimal digits, got "
                                f"{json_tensors.short_json(size.decode('latin-1'))}.")

@@ -34,13 +34,14 @@ class ServingSignature:
     """
 
     def __init__(self, name, function, max_batch_size, batch_timeout_micros,
-                 num_batch_threads):
+                 num_batch_threads, sequences_per_string=1):
         self.name = name
         self.input_specs = dict(function.structured_input_signature[1])
         self.output_names = sorted(function.structured_outputs)
         self._function = function
         self._queue = BatchingQueue(self._call, max_batch_size, batch_timeout_micros,
-                                    num_batch_threads, name=f"batching[{name}]")
+                                    num_batch_threads, name=f"batching[{name}]",
+                                    sequences_per_string=sequences_per_string)
 
     def run(self, inputs, output_filter=()):
         """Runs the signature on `inputs` (name -> numpy array) and returns name -> array for

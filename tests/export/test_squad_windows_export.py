@@ -214,6 +214,25 @@ def test_a_huge_context_costs_max_windows_windows(serving, vocab_file):
         np.testing.assert_array_equal(long[name], short[name], err_msg=name)
 
 
+def test_the_server_counts_a_context_as_its_windows(squad_model, vocab_file, tmp_path):
+    """The export says what a string can cost (`sequences_per_string` = max_windows, 8 here):
+    the server refuses a request whose contexts could make more sequences than a call runs."""
+    from bert_tf.serving import ServingError
+    from bert_tf.serving.servable import Servable
+
+    exported(squad_model, vocab_file, tmp_path)
+    servable = Servable(str(tmp_path / "1"), 1, max_batch_size=16, batch_timeout_micros=0,
+                        num_batch_threads=1)
+    try:
+        signature = servable.signature("serving_default")
+        texts = np.array(["what?", "who?", "why?"], object)
+        assert signature.run({"question": texts[:2], "context": texts[:2]})["answer"].shape == (2,)
+        with pytest.raises(ServingError, match=r"holds 3 strings .* up to 8 sequences per string"):
+            signature.run({"question": texts, "context": texts})
+    finally:
+        servable.unload()
+
+
 def test_an_empty_batch_and_empty_texts(serving):
     outputs = serving(question=tf.constant([], tf.string), context=tf.constant([], tf.string))
     assert {name: value.shape.as_list() for name, value in outputs.items()} == {
@@ -252,4 +271,11 @@ def test_a_squad_v2_export_answers_nothing_where_run_squad_does(squad_model, voc
     assert texts.count("") == 5
     unanswered = [i for i, text in enumerate(texts) if not text]
     assert outputs["answer_start"].numpy()[unanswered].tolist() == [-1] * 5
+    # `score` stays the best span's, "" or not: null_score - score is run_squad's null_odds.
+    with_span = [i for i, answer in enumerate(decoded) if np.isfinite(
+        answer(threshold)["null_score_diff"])]
+    np.testing.assert_allclose(
+        (outputs["null_score"] - outputs["score"]).numpy()[with_span],
+        [decoded[i](threshold)["null_score_diff"] for i in with_span], atol=1e-4)
+    assert len(with_span) == 9
 

@@ -145,6 +145,33 @@ def test_a_batch_holds_at_most_max_batch_size_strings_of_an_input():
     assert sorted(model_sizes) == [3, 6]
 
 
+def test_strings_of_several_sequences_each_count_as_many():
+    # A SQuAD export reads a context in up to max_windows windows (here 4): 3 questions make up
+    # to 12 sequences; 2 of them fill a batch of 8, 3 are refused.
+    model_rows = []
+
+    def answer(inputs):
+        model_rows.append(len(inputs["context"]))
+        return {"n": np.zeros(len(inputs["context"]))}
+
+    queue = BatchingQueue(answer, max_batch_size=8, batch_timeout_micros=500_000,
+                          sequences_per_string=4)
+    try:
+        with pytest.raises(ServingError) as raised:
+            queue.submit({"question": np.full([3], "q", object),
+                          "context": np.full([3], "c", object)})
+    finally:
+        queue.close()
+    assert raised.value.message.startswith(
+        "Input 'question' holds 3 strings (shape [3]): the model runs up to 4 sequences per "
+        "string (12), at most 8 in one call (--max_batch_size)")
+    queue = BatchingQueue(answer, max_batch_size=8, batch_timeout_micros=500_000,
+                          sequences_per_string=4)
+    requests = [{"context": np.full([1], "c", object)} for _ in range(3)]
+    submit_concurrently_then_close(queue, requests)
+    assert sorted(model_rows) == [1, 2]
+
+
 def test_outputs_without_the_batch_dimension_are_reported():
     queue = BatchingQueue(lambda inputs: {"total": inputs["x"].sum()}, max_batch_size=8,
                           batch_timeout_micros=0)

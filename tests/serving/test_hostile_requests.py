@@ -205,6 +205,10 @@ def test_sixteen_concurrent_10_mb_texts_leave_memory_bounded_and_answers_unchang
      b"\r\n\r\n2\r\n{}\r\n0\r\n\r\n", 400, "both Transfer-Encoding and Content-Length"),
     (b"POST /v1/models/bert:predict HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n-2\r\n{}\r\n",
      400, 'Chunk size must be hexadecimal digits, got "-2".'),
+    (b"POST /v1/models/bert:predict HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n 2\r\n{}\r\n",
+     400, 'Chunk size must be hexadecimal digits, got " 2".'),
+    (b"POST /v1/models/bert:predict HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n"
+     b"0\r\n\r\n", 400, "Transfer-Encoding is not HTTP/1.0"),
     (b"POST /v1/models/bert:predict HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}XX0"
      b"\r\n\r\n", 400, "A chunk must end with CRLF."),
     (b"POST /v1/models/bert:predict HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"

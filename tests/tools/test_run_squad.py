@@ -208,6 +208,17 @@ def test_bad_input_is_named(pretrained, tmp_path):
                     "--doc_stride must be positive, got 0"):
         assert message in result.stderr
 
+    # A threshold v1.1 would ignore, and one no comparison holds for.
+    for flags, message in (
+            (["--null_score_diff_threshold=1"],
+             "--null_score_diff_threshold applies with --version_2_with_negative"),
+            (["--version_2_with_negative", "--null_score_diff_threshold=nan"],
+             "--null_score_diff_threshold must be a number, got nan")):
+        result = run_tool(
+            "run_squad.py", f"--init_checkpoint={pretrained}", f"--output_dir={tmp_path / 'out'}",
+            "--do_eval", f"--predict_file={broken}", *flags)
+        assert result.returncode == 1 and message in result.stderr, result.stderr
+
 
 def test_predict_without_a_fine_tuned_checkpoint_is_refused(pretrained, tmp_path):
     data = write_squad(tmp_path / "dev.json", squad_json())
