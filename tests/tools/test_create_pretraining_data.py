@@ -7,7 +7,7 @@ import time
 
 from bert_tf.data.pretraining.records_writer import write_pretraining_data
 from tests.data.pretraining.toy_corpus import numbered_documents, write_corpus, write_vocab
-from tests.tools.tool_runs import run_tool, tool_command, tool_env
+from tests.tools.tool_runs import run_tool, set_up_then_exec, tool_command, tool_env
 
 TOOL = "create_pretraining_data.py"
 
@@ -78,9 +78,9 @@ def test_ctrl_c_while_the_workers_start_is_one_line(tmp_path):
                            "--chunk_size_mb=0.0001")
     # Ctrl-C signals the terminal's whole process group: the tool and its workers, which
     # take seconds to import TensorFlow. Each printed its KeyboardInterrupt traceback.
-    process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, env=tool_env(),
-                               start_new_session=True,
-                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    process = subprocess.Popen(
+        set_up_then_exec("import signal; signal.signal(signal.SIGINT, signal.SIG_DFL)", command),
+        stderr=subprocess.PIPE, text=True, env=tool_env(), start_new_session=True)
     assert process.stderr.readline().startswith("Reading 1 files, writing 1 files")
     time.sleep(1.5)
     os.killpg(process.pid, signal.SIGINT)

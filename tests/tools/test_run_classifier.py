@@ -5,7 +5,6 @@ SIGKILL, the exported SavedModel agreeing with the tool, bad input, and MiniLM o
 import json
 import os
 import random
-import resource
 import shutil
 import subprocess
 
@@ -21,7 +20,7 @@ from tests.export.tiny_models import VOCAB, tiny_config, write_vocab
 from tests.read_only import read_only
 from tests.resources import minilm_dir, shared_data_path
 from tests.tools.tool_runs import (error_output, kill_at_first_checkpoint, latest_step, run_tool,
-                                   scalar_curves, tool_command, tool_env)
+                                   scalar_curves, set_up_then_exec, tool_command, tool_env)
 
 SEQ = 32  # short texts are padded to 16, the export pads to 32: results must not change
 POSITIVE = ["a good movie", "good film", "a good good film !", "what a good movie"]
@@ -321,12 +320,12 @@ def test_a_full_disk_leaves_the_runs_files_whole(workspace, sst2_run, tmp_path):
                                                           enumerate(_sentences(3000, seed=4))]])
     # bert_config.json takes ~330 bytes, the predictions of 3,000 sentences ~75 KB.
     for limit, name in ((200, "bert_config.json"), (16 << 10, "predictions.tsv")):
-        result = subprocess.run(tool_command(
-            "run_classifier.py", "--task_name=SST-2", f"--data_dir={data}",
-            f"--output_dir={output_dir}", f"--max_seq_length={SEQ}", "--do_predict"),
-            capture_output=True, text=True, timeout=900, env=tool_env(),
-            preexec_fn=lambda limit=limit: resource.setrlimit(resource.RLIMIT_FSIZE,
-                                                              (limit, limit)))
+        result = subprocess.run(set_up_then_exec(
+            f"import resource; resource.setrlimit(resource.RLIMIT_FSIZE, ({limit}, {limit}))",
+            tool_command("run_classifier.py", "--task_name=SST-2", f"--data_dir={data}",
+                         f"--output_dir={output_dir}", f"--max_seq_length={SEQ}",
+                         "--do_predict")),
+            capture_output=True, text=True, timeout=900, env=tool_env())
         assert result.returncode == 1
         assert result.stderr.strip().splitlines()[-1] == (
             f"run_classifier: error: [Errno 27] File too large: '{output_dir}/{name}'")

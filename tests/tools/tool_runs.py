@@ -26,6 +26,22 @@ def tool_command(tool, *flags):
     return [sys.executable, os.path.join(REPO_ROOT, "tools", tool), *flags]
 
 
+def set_up_then_exec(setup, command):
+    """`command` run by a small Python that first runs `setup` (code) in its own process, then
+    execs it: instead of `subprocess`'s `preexec_fn`. A child forked with `preexec_fn` from a
+    test process holding gRPC threads (an earlier serving test in the same worker) runs gRPC's
+    fork handlers before exec, which now and then aborted it with "epoll_wait error: Bad file
+    descriptor" (exit -6, 2 CI runs of 5); without `preexec_fn` the child is spawned without
+    them.
+
+    Example:
+        >>> subprocess.run(set_up_then_exec("import resource; resource.setrlimit("
+        ...                                 "resource.RLIMIT_FSIZE, (200, 200))", command))
+    """
+    return [sys.executable, "-c", f"import os, sys\n{setup}\nos.execv(sys.argv[1], sys.argv[1:])",
+            *command]
+
+
 def tool_env(env=None):
     """The environment of a tool's process: this checkout's bert_tf first on the path (whatever
     is installed), TensorFlow's C++ INFO/WARNING lines off, then `env`."""
