@@ -25,7 +25,6 @@ Example:
     saved_model_cli show --dir /models/sst2/1 --all
 """
 
-import math
 import os
 import sys
 import time
@@ -82,9 +81,11 @@ def define_flags():
 def _check_flags():
     """Refuses, before minutes of loading and tracing, what the export would refuse after
     them: a --version below 1, an --output_dir under a file, a --seq_length below 3 (its
-    upper bound needs the model), squad windows without room for the context, and
-    --seq_length, --text_pairs or the squad flags given to an export that does not use them."""
+    upper bound needs the model), squad windows without room for the context or answer flags
+    without rules, and --seq_length, --text_pairs or the squad flags given to an export that
+    does not use them."""
     from bert_tf.cli.path_checks import output_dir_problem
+    from bert_tf.cli.squad_flags import check_answer_flags
     from bert_tf.data.tasks.squad_windows import check_windows
     from bert_tf.export.task_export import repeated_label_names
     from bert_tf.export.text_inputs import check_seq_length
@@ -103,17 +104,12 @@ def _check_flags():
     if FLAGS.export_type == "squad":
         check_windows(FLAGS.seq_length, FLAGS.doc_stride, FLAGS.max_query_length,
                       FLAGS.max_windows)  # its own one-line ValueError too
+        check_answer_flags(FLAGS.version_2_with_negative)  # and this one
     if FLAGS.text_pairs and FLAGS.export_type != "classifier":
         problems.append(f"--text_pairs applies to the classifier export, not to "
                         f"{FLAGS.export_type}")
     problems += [f"--{name} applies to the squad export, not to {FLAGS.export_type}"
                  for name in SQUAD_FLAGS if FLAGS[name].present and FLAGS.export_type != "squad"]
-    if FLAGS["null_score_diff_threshold"].present and not FLAGS.version_2_with_negative:
-        problems.append("--null_score_diff_threshold applies with --version_2_with_negative")
-    if math.isnan(FLAGS.null_score_diff_threshold):
-        problems.append("--null_score_diff_threshold must be a number, got nan")
-    if FLAGS.max_answer_length < 1:
-        problems.append(f"--max_answer_length must be at least 1, got {FLAGS.max_answer_length}")
     if FLAGS.label_names and repeated_label_names(FLAGS.label_names):
         problems.append(f"--label_names names two classes alike: {','.join(FLAGS.label_names)}")
     if problems:
@@ -171,14 +167,12 @@ def _classifier_inputs_and_labels():
     by run_classifier on a GLUE task (its run.json beside --init_checkpoint) takes its task's
     inputs and label names unless given. A --text_pairs contradicting the task is refused: a
     pair model served single texts (or the reverse) answers without an error, but wrongly."""
-    from bert_tf.checkpoints import detect_format
     from bert_tf.data.tasks.glue_tasks import glue_task
     from bert_tf.training.existing_run import recorded_task
 
     if FLAGS.export_type != "classifier":
         return FLAGS.text_pairs, FLAGS.label_names
-    _, resolved = detect_format(FLAGS.init_checkpoint)
-    task_name = recorded_task(os.path.dirname(resolved), "run_classifier")
+    task_name = recorded_task(_checkpoint_directory(), "run_classifier")
     if task_name is None:
         return FLAGS.text_pairs, FLAGS.label_names
     task = glue_task(task_name)
@@ -193,14 +187,26 @@ def _classifier_inputs_and_labels():
 def _label_list_beside_checkpoint():
     """For --export_type=ner, the labels of the label_list.txt run_ner wrote beside
     --init_checkpoint, else None."""
-    from bert_tf.checkpoints import detect_format
     from bert_tf.data.tasks.conll import LABEL_LIST_FILE, read_label_list
 
     if FLAGS.export_type != "ner":
         return None
-    _, resolved = detect_format(FLAGS.init_checkpoint)
-    path = os.path.join(os.path.dirname(resolved), LABEL_LIST_FILE)
+    path = os.path.join(_checkpoint_directory(), LABEL_LIST_FILE)
     return read_label_list(path) if os.path.isfile(path) else None
+
+
+def _checkpoint_directory():
+    """The directory of --init_checkpoint's files (it names that directory or a prefix in it):
+    where a fine-tuning tool wrote its run.json and label_list.txt.
+
+    Example:
+        >>> _checkpoint_directory()   # --init_checkpoint=/tmp/sst2/ckpt-600
+        '/tmp/sst2'
+    """
+    from bert_tf.checkpoints import detect_format
+
+    _, resolved = detect_format(FLAGS.init_checkpoint)
+    return os.path.dirname(resolved)
 
 
 def _stage(message):

@@ -31,13 +31,13 @@ Example (MiniLM from its Hugging Face directory):
 """
 
 import logging
-import math
 
 from absl import flags
 
 from bert_tf.cli import fine_tuning_flags as common
 from bert_tf.cli import tfds_flags
 from bert_tf.cli.app import run_tool
+from bert_tf.cli.squad_flags import check_answer_flags
 from bert_tf.data.tasks.squad_windows import DEFAULT_DOC_STRIDE, DEFAULT_MAX_QUERY_LENGTH
 
 FLAGS = flags.FLAGS
@@ -74,19 +74,16 @@ logger = logging.getLogger("bert_tf.tools")
 
 
 def _check_squad_flags():
-    """Raises `app.UsageError` listing every problem of the common and the SQuAD flags."""
+    """Raises the one-line ValueError of `check_answer_flags`, else `app.UsageError` listing
+    every problem of the common and the other SQuAD flags."""
+    # (A v2.0 TFDS dataset turns --version_2_with_negative on.)
+    check_answer_flags(FLAGS.version_2_with_negative or bool(FLAGS.tfds_name))
     problems = [f"--{name} must be positive, got {FLAGS[name].value}"
-                for name in ("doc_stride", "max_query_length", "n_best_size",
-                             "max_answer_length") if FLAGS[name].value < 1]
+                for name in ("doc_stride", "max_query_length", "n_best_size")
+                if FLAGS[name].value < 1]
     if FLAGS.max_seq_length < FLAGS.max_query_length + 4:
         problems.append(f"--max_seq_length ({FLAGS.max_seq_length}) must exceed "
                         f"--max_query_length ({FLAGS.max_query_length}) + 3 special tokens")
-    # (A v2.0 TFDS dataset turns --version_2_with_negative on.)
-    if math.isnan(FLAGS.null_score_diff_threshold):
-        problems.append("--null_score_diff_threshold must be a number, got nan")
-    elif (FLAGS["null_score_diff_threshold"].present and not FLAGS.version_2_with_negative
-          and not FLAGS.tfds_name):
-        problems.append("--null_score_diff_threshold applies with --version_2_with_negative")
     data_flags = {} if FLAGS.tfds_name else {"train": ["train_file"], "eval": ["predict_file"],
                                               "predict": ["predict_file"]}
     common.check_flags(data_flags, tool_problems=problems, outputs=OUTPUTS)

@@ -52,13 +52,12 @@ Example:
 """
 
 import contextlib
-import math
 
 import tensorflow as tf
 
 from bert_tf.data.tasks.squad_windows import (CLS_POSITION, DEFAULT_DOC_STRIDE,
                                               DEFAULT_MAX_QUERY_LENGTH, DEFAULT_MAX_WINDOWS,
-                                              check_windows)
+                                              check_answer_rules, check_windows)
 from bert_tf.export import example_signatures
 from bert_tf.export.backing_variables import backing_variables
 from bert_tf.export.keras_endpoint import keras_endpoint
@@ -305,12 +304,9 @@ def export_task_model(export_dir, task, model, vocab_file, do_lower_case, seq_le
         raise TypeError(f"The {task} export takes a {TASK_MODEL_CLASSES[task].__name__}, got "
                         f"{type(model).__name__}.")
     check_seq_length(seq_length, model.encoder.config.max_position_embeddings)
-    if max_answer_length < 1:
-        raise ValueError(f"max_answer_length must be at least 1 token, got {max_answer_length}.")
     if task == "squad":
+        check_answer_rules(max_answer_length, null_score_diff_threshold)
         check_windows(seq_length, doc_stride, max_query_length, max_windows)
-        if null_score_diff_threshold is not None and math.isnan(null_score_diff_threshold):
-            raise ValueError("null_score_diff_threshold must be a number, got nan.")
     if text_pairs and task != "classifier":
         raise ValueError(f"text_pairs applies to the classifier export only, not to {task}.")
     num_classes = getattr(model, "num_classes", None)

@@ -233,7 +233,7 @@ def test_bad_export_arguments_are_named(task_checkpoints, vocab_file, tmp_path):
         export("squad", classifier)
     with pytest.raises(ValueError, match="text_pairs applies to the classifier"):
         export("ner", task_checkpoints["ner"][1], text_pairs=True)
-    with pytest.raises(ValueError, match="max_answer_length must be at least 1 token, got 0"):
+    with pytest.raises(ValueError, match="max_answer_length must be at least 1, got 0"):
         export("squad", task_checkpoints["squad"][1], max_answer_length=0)
     with pytest.raises(ValueError, match="Unknown task 'qa'"):
         export("qa", classifier)

@@ -1,5 +1,6 @@
 """Overlapping windows over a SQuAD context: where they start, which window owns each token, and
-where the "no answer" span sits.
+where the "no answer" span sits; and the checks of their settings and of the answer rules
+(`check_windows`, `check_answer_rules`) that training, the squad export and the tools share.
 
 A long context is read in windows `doc_stride` tokens apart (`context_windows`); a token in
 several windows may start a predicted answer only in the window that owns it
@@ -15,6 +16,8 @@ Example:
     >>> max_context_mask(starts, lengths).to_list()[0][1]     # tokens 3..7
     [False, True, True, True, False]
 """
+
+import math
 
 # BertPacker puts [CLS] first.
 CLS_POSITION = 0
@@ -47,6 +50,23 @@ def check_windows(seq_length, doc_stride, max_query_length, max_windows=None):
         raise ValueError(f"seq_length ({seq_length}) must exceed max_query_length "
                          f"({max_query_length}) + {SPECIAL_TOKENS} special tokens, to leave "
                          f"room for the context.")
+
+
+def check_answer_rules(max_answer_length, null_score_diff_threshold=None, as_flags=False):
+    """Raises a one-line ValueError unless answers may be `max_answer_length` >= 1 tokens long
+    and `null_score_diff_threshold` (SQuAD v2.0; None for v1.1) is a number: NaN compares false
+    with every score, so the scores would not decide between a span and no answer. `as_flags`
+    names them as a tool's flags (--max_answer_length), whose values they are.
+
+    Example:
+        >>> check_answer_rules(max_answer_length=30, null_score_diff_threshold=float("nan"))
+        ValueError: null_score_diff_threshold must be a number, got nan.
+    """
+    prefix = "--" if as_flags else ""
+    if max_answer_length < 1:
+        raise ValueError(f"{prefix}max_answer_length must be at least 1, got {max_answer_length}.")
+    if null_score_diff_threshold is not None and math.isnan(null_score_diff_threshold):
+        raise ValueError(f"{prefix}null_score_diff_threshold must be a number, got nan.")
 
 
 def context_windows(num_tokens, window_length, doc_stride, max_windows=None):

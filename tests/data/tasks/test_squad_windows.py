@@ -1,10 +1,12 @@
 """bert_tf.data.tasks.squad_windows: where the windows over a context start, which overlapping
-window owns each context token, and which window settings leave no room for the context."""
+window owns each context token, which window settings leave no room for the context, and which
+answer rules are refused."""
 
 import pytest
 import tensorflow as tf
 
-from bert_tf.data.tasks.squad_windows import check_windows, context_windows, max_context_mask
+from bert_tf.data.tasks.squad_windows import (check_answer_rules, check_windows, context_windows,
+                                              max_context_mask)
 
 
 def owners(starts, lengths):
@@ -58,3 +60,15 @@ def test_settings_without_room_for_the_context_are_refused(settings, message):
     with pytest.raises(ValueError, match=message):
         check_windows(*settings)
     check_windows(68, 1, 64, 1)      # one context token per window
+
+
+@pytest.mark.parametrize("rules, message", [
+    ((0,), r"^max_answer_length must be at least 1, got 0\.$"),
+    ((30, float("nan")), r"^null_score_diff_threshold must be a number, got nan\.$"),
+    ((0, None, True), r"^--max_answer_length must be at least 1, got 0\.$"),   # a tool's flags
+])
+def test_an_answer_length_below_1_and_a_nan_threshold_are_refused(rules, message):
+    with pytest.raises(ValueError, match=message):
+        check_answer_rules(*rules)
+    check_answer_rules(1, -2.5)      # one-token answers; v2.0, a negative threshold
+    check_answer_rules(1, None)      # v1.1
