@@ -124,6 +124,13 @@ class FineTuner:
         jit_compile: compile the train step with XLA (one compilation per padded length).
         steps_per_execution: train steps per host call (checkpoints and logs then fall due at
             the end of the call that passes their multiple).
+
+    Trains in one process, on its devices (the default strategy, `MirroredStrategy`,
+    `TPUStrategy`): a `MultiWorkerMirroredStrategy` over several workers is a ValueError.
+    Keras 3's `fit` cannot run one (keras-team/keras#20585: its first step fails on a dict of
+    features, keras-team/keras#20329, then on the loss's reduction,
+    tensorflow/tensorflow#72388), and one output directory would take every worker's
+    checkpoints. Pre-training (`PretrainingTrainer`) runs multi-worker.
     """
 
     def __init__(self, model, output_dir, *, loss, num_train_steps, learning_rate,
@@ -134,6 +141,10 @@ class FineTuner:
             raise ValueError(f"num_train_steps must be positive, got {num_train_steps}")
         if steps_per_checkpoint < 1:
             raise ValueError(f"steps_per_checkpoint must be positive, got {steps_per_checkpoint}")
+        if not single_process(_strategy_of(model)):
+            raise ValueError("fine-tuning runs in one process: a MultiWorkerMirroredStrategy "
+                             "over several workers is not supported (Keras 3's fit cannot run "
+                             "it, keras-team/keras#20585); use one worker's devices")
         self.model = model
         self.output_dir = output_dir
         self.num_train_steps = num_train_steps
@@ -187,10 +198,8 @@ class FineTuner:
             logger.info("%s is already trained (%d steps)", self.output_dir, start_step)
             return None
         # SIGTERM (preemption) saves at the end of the host call and raises TrainingTerminated
-        # instead of returning; multi-worker, it still ends the process at once (see
-        # `recording_sigterm`).
-        strategy = getattr(self.model, "distribute_strategy", None) or tf.distribute.get_strategy()
-        with recording_sigterm(single_process(strategy)) as terminated:
+        # instead of returning.
+        with recording_sigterm() as terminated:
             saving = _SaveEverySteps(self.manager, self.steps_per_checkpoint, terminated)
             callbacks = [saving, ScalarSummaries(self.output_dir), _RealStepsProgbar()]
             # One pass of the steps left: the progress bar's total and ETA are the real count
@@ -210,6 +219,11 @@ class FineTuner:
     def predict(self, dataset, max_seq_length, sequence_outputs=(), verbose=1):
         """See `predict_padded`."""
         return predict_padded(self.model, dataset, max_seq_length, sequence_outputs, verbose)
+
+
+def _strategy_of(model):
+    """The distribution strategy `model` was built under (the default one outside any)."""
+    return getattr(model, "distribute_strategy", None) or tf.distribute.get_strategy()
 
 
 def predict_padded(model, dataset, max_seq_length, sequence_outputs=(), verbose=1):

@@ -8,7 +8,7 @@ at that step and raise `TrainingTerminated`, which `bert_tf.cli.app.run_tool` re
 (exit status 1).
 
 Example:
-    >>> with recording_sigterm(single_process(strategy)) as terminated:
+    >>> with recording_sigterm() as terminated:
     ...     while step < num_train_steps:
     ...         step = run_one_host_call()
     ...         if terminated:
@@ -60,19 +60,18 @@ def single_process(strategy):
 
 
 @contextlib.contextmanager
-def recording_sigterm(enabled=True):
+def recording_sigterm():
     """Within the block, SIGTERM is only recorded in the object yielded (true once received);
-    the previous handler is back afterwards. Not `enabled`, or outside the main thread (where
-    no handler can be installed), the signal keeps its handler and the record stays false.
+    the previous handler is back afterwards. Outside the main thread (where no handler can be
+    installed), the signal keeps its handler and the record stays false.
 
     A checkpoint is a collective in multi-worker training: every worker must save at the same
     step, but SIGTERM may reach only some of them, at different host calls, and a worker saving
     alone would wait forever for the others. So multi-worker pre-training asks every worker
-    after each host call (`any_worker_terminated`), and multi-worker fine-tuning passes
-    `enabled=False` (see `single_process`): there SIGTERM still ends the process at once.
+    after each host call (`AnyWorkerTerminated`).
     """
     received = _Received()
-    if not enabled or threading.current_thread() is not threading.main_thread():
+    if threading.current_thread() is not threading.main_thread():
         yield received
         return
 

@@ -42,17 +42,20 @@ def _slowed(dataset):
     return dataset.map(slowed)
 
 
-def _pretrain(output_dir, input_file):
+def _strategy():
+    """A MultiWorkerMirroredStrategy under TF_CONFIG (`_run_workers`), else the default."""
     import tensorflow as tf
 
+    return (tf.distribute.MultiWorkerMirroredStrategy() if "TF_CONFIG" in os.environ
+            else tf.distribute.get_strategy())
+
+
+def _pretrain(output_dir, input_file):
     from bert_tf.data.pretraining.records_dataset import training_dataset
     from bert_tf.training.pretraining_trainer import PretrainingTrainer
     from tests.training.test_pretraining_trainer import BATCH, CONFIG, PREDICTIONS, SEQ
 
-    # Under TF_CONFIG (`_run_workers`), one of the workers of a multi-worker job.
-    strategy = (tf.distribute.MultiWorkerMirroredStrategy() if "TF_CONFIG" in os.environ
-                else tf.distribute.get_strategy())
-    trainer = PretrainingTrainer(strategy, CONFIG, global_batch_size=BATCH,
+    trainer = PretrainingTrainer(_strategy(), CONFIG, global_batch_size=BATCH,
                                  num_train_steps=NUM_TRAIN_STEPS, jit_compile=False)
     trainer.train(lambda context, start_step: _slowed(training_dataset(
         [input_file], BATCH, SEQ, PREDICTIONS, context, start_step=start_step)), output_dir,
@@ -68,7 +71,9 @@ def _fine_tune(output_dir):
     from tests.models.head_fixtures import tiny_encoder
     from tests.training.test_fine_tuning import _dataset_fn
 
-    classifier = BertClassifier(tiny_encoder(seed=1), num_classes=2)
+    # Under TF_CONFIG (`_run_workers`), one of the workers of a multi-worker job.
+    with _strategy().scope():
+        classifier = BertClassifier(tiny_encoder(seed=1), num_classes=2)
     tuner = FineTuner(classifier, output_dir, num_train_steps=NUM_TRAIN_STEPS, learning_rate=1e-3,
                       loss={"logits": keras.losses.SparseCategoricalCrossentropy(from_logits=True)},
                       steps_per_checkpoint=SAVE_CHECKPOINTS_STEPS, steps_per_execution=2)
@@ -86,12 +91,12 @@ def _run(kind, output_dir, input_file="", environment=None):
              "PYTHONPATH": ROOT, **(environment or {})})
 
 
-def _run_workers(output_dir, input_file):
-    """The two workers of a multi-worker pre-training job on loopback; worker 0 is the chief."""
+def _run_workers(output_dir, input_file="", kind="pretraining"):
+    """The two workers of a multi-worker job on loopback; worker 0 is the chief."""
     from tests.training.test_distributed import free_port
 
     cluster = {"worker": [f"127.0.0.1:{free_port()}", f"127.0.0.1:{free_port()}"]}
-    return [_run("pretraining", output_dir, input_file, {"TF_CONFIG": json.dumps(
+    return [_run(kind, output_dir, input_file, {"TF_CONFIG": json.dumps(
         {"cluster": cluster, "task": {"type": "worker", "index": index}})}) for index in (0, 1)]
 
 
@@ -195,6 +200,21 @@ def test_sigterm_to_one_worker_stops_every_worker_at_one_checkpoint_then_resumes
 def test_fine_tuning_saves_and_stops_on_sigterm_then_resumes(tmp_path):
     # ScalarSummaries writes every 50 steps: the first write is the sign training runs.
     _check_preempted_then_resumed("fine_tuning", str(tmp_path / "out"), 50)
+
+
+def test_multi_worker_fine_tuning_is_refused_in_one_line(tmp_path):
+    """Keras 3's fit cannot run a MultiWorkerMirroredStrategy over several workers: each
+    worker ends with one line naming it instead of failing in Keras' first step."""
+    workers = _run_workers(str(tmp_path / "out"), kind="fine_tuning")
+    outputs = [process.communicate(timeout=600) for process in workers]
+    for process, (_, stderr) in zip(workers, outputs):
+        assert process.returncode == 1, stderr
+        assert stderr.strip().splitlines()[-1].endswith(
+            ": error: fine-tuning runs in one process: a "
+            "MultiWorkerMirroredStrategy over several workers is not supported (Keras 3's fit "
+            "cannot run it, keras-team/keras#20585); use one worker's devices"), stderr
+        assert "Traceback" not in stderr
+    assert not os.path.exists(tmp_path / "out" / "train")
 
 
 def _main():
