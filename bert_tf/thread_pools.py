@@ -46,13 +46,29 @@ def ops_side_by_side_on_cores():
     thread (intra-op parallelism 1) and several ops at once (more than one inter-op thread):
     then only independent ops keep more than one core busy, and work split into independent
     halves (`bert_tf.models.batch_halves`) runs on two cores where one chain would use one."""
+    intra_op, inter_op = _pool_sizes()
+    return intra_op == 1 and inter_op > 1 and _cpu_only()
+
+
+def cores_for_two_ops_at_once():
+    """True when the ops run on the CPU's cores (no TPU or GPU configured) with more than one
+    thread in each pool: an op TensorFlow runs on one thread whatever its pool (a small matmul,
+    `onednn.single_threaded_matmul`) leaves a core idle, which an independent op beside it
+    can take (`dense_rows`' row halves)."""
+    intra_op, inter_op = _pool_sizes()
+    return intra_op > 1 and inter_op > 1 and _cpu_only()
+
+
+def _pool_sizes():
+    """`(intra_op, inter_op)`: the threads of TensorFlow's two pools in this process."""
     threading_config = tf.config.threading
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     # 0: not set in this process; TensorFlow then reads these variables, else one per core.
-    intra_op = (threading_config.get_intra_op_parallelism_threads()
-                or int(os.environ.get("TF_NUM_INTRAOP_THREADS") or 0) or cores)
-    inter_op = (threading_config.get_inter_op_parallelism_threads()
-                or int(os.environ.get("TF_NUM_INTEROP_THREADS") or 0) or cores)
-    return (intra_op == 1 and inter_op > 1
-            and not (tf.config.list_logical_devices("TPU")
-                     or tf.config.list_logical_devices("GPU")))
+    return (threading_config.get_intra_op_parallelism_threads()
+            or int(os.environ.get("TF_NUM_INTRAOP_THREADS") or 0) or cores,
+            threading_config.get_inter_op_parallelism_threads()
+            or int(os.environ.get("TF_NUM_INTEROP_THREADS") or 0) or cores)
+
+
+def _cpu_only():
+    return not (tf.config.list_logical_devices("TPU") or tf.config.list_logical_devices("GPU"))

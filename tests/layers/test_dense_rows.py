@@ -17,6 +17,12 @@ def _dense(units_in, units, dtype):
     return layer
 
 
+@pytest.fixture(autouse=True)
+def whole_matmuls(monkeypatch):
+    """Each matmul whole, as on one core: the row halves are tested on their own (below)."""
+    monkeypatch.setattr(dense_rows_module, "cores_for_two_ops_at_once", lambda: False)
+
+
 @pytest.fixture(params=[False, True], ids=["matmul_biasadd", "amx_form"])
 def amx_form(request, monkeypatch):
     """Both forms of `matmul_plus_bias`, whatever this CPU is and however many rows."""
@@ -154,3 +160,52 @@ def test_bfloat16_training_sums_the_bias_gradient_in_float32(amx_form):
     expected = tf.reduce_sum(tf.cast(upstream, tf.float32), axis=0).numpy()
     np.testing.assert_allclose(bias_gradient, expected, rtol=1e-2,
                                atol=1e-2 * np.abs(expected).max())
+
+
+@pytest.fixture
+def two_cores_and_1mb_of_l2(monkeypatch):
+    monkeypatch.setattr(dense_rows_module, "cores_for_two_ops_at_once", lambda: True)
+    monkeypatch.setattr(onednn, "_l2_cache_bytes", lambda: 1 << 20)
+
+
+@pytest.mark.skipif(not onednn_enabled(), reason="the rule is TensorFlow's oneDNN kernels'")
+@pytest.mark.parametrize("rows, units_in, units, training, halves", [
+    (32, 384, 384, False, True),       # 0.66 MB in float32: one thread in TensorFlow
+    (128, 384, 384, False, True),
+    (128, 384, 1536, False, False),    # 3.3 MB: every thread already
+    (15, 384, 384, False, False),      # too few rows to halve
+    (128, 384, 384, True, False)])     # training: the gradient stays one matmul's
+def test_rows_a_matmul_would_run_on_one_thread_run_as_two_halves(
+        two_cores_and_1mb_of_l2, rows, units_in, units, training, halves):
+    layer = _dense(units_in, units, "float32")
+    x = tf.random.stateless_normal([rows, units_in], seed=[7, 0])
+    for apply in (lambda x: dense_rows(layer, x, training=training),
+                  lambda x: dense_rows(layer, x, keras.activations.gelu, training=training),
+                  lambda x: matmul_plus_bias(x, layer.kernel, training=training)):
+        ops = optimized_op_types(apply, x)
+        assert ops["_FusedMatMul"] + ops["MatMul"] == (2 if halves else 1), ops
+        assert (ops["ConcatV2"] == 1) is halves, ops
+        np.testing.assert_allclose(apply(x), _whole(apply, x), rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.skipif(not onednn_enabled(), reason="the rule is TensorFlow's oneDNN kernels'")
+def test_an_odd_count_of_rows_splits_unevenly_and_the_amx_form_stays_whole(
+        two_cores_and_1mb_of_l2, monkeypatch):
+    layer = _dense(384, 384, "float32")
+    x = tf.random.stateless_normal([33, 384], seed=[8, 0])
+    apply = lambda x: dense_rows(layer, x)  # noqa: E731
+    np.testing.assert_allclose(apply(x), _whole(apply, x), rtol=1e-6, atol=1e-6)
+    monkeypatch.setattr(dense_rows_module, "amx_matmul_forms", lambda dtype, rows, training: True)
+    bfloat16_layer = _dense(384, 384, "bfloat16")
+    ops = optimized_op_types(lambda x: dense_rows(bfloat16_layer, x), tf.cast(x, tf.bfloat16))
+    assert ops["_MklFusedBatchMatMulV2"] == 1 and not ops["ConcatV2"], ops
+
+
+def _whole(apply, x):
+    """`apply(x)` with every matmul whole."""
+    real = dense_rows_module.cores_for_two_ops_at_once
+    dense_rows_module.cores_for_two_ops_at_once = lambda: False
+    try:
+        return apply(x)
+    finally:
+        dense_rows_module.cores_for_two_ops_at_once = real

@@ -54,6 +54,27 @@ def test_amx_matmul_forms_on_amx_or_in_inference_on_few_rows(monkeypatch, amx, r
     assert not onednn.amx_matmul_forms(tf.float32, rows, training)
 
 
+def test_single_threaded_matmuls_fit_one_cores_l2_as_tensorflow_counts_them(monkeypatch):
+    monkeypatch.setattr(onednn, "onednn_enabled", lambda: True)
+    monkeypatch.setattr(onednn, "_l2_cache_bytes", lambda: 1 << 20)
+    # bytes * (rows * units + depth * (rows + units)) < L2
+    assert onednn.single_threaded_matmul(128, 384, 384, tf.bfloat16)       # 0.49 MB
+    assert onednn.single_threaded_matmul(128, 384, 384, tf.float32)        # 0.98 MB
+    assert not onednn.single_threaded_matmul(128, 768, 768, tf.bfloat16)   # 1.57 MB
+    assert not onednn.single_threaded_matmul(149 + 1, 384, 384, tf.float32)
+    monkeypatch.setattr(onednn, "_l2_cache_bytes", lambda: None)  # not Linux
+    assert not onednn.single_threaded_matmul(128, 384, 384, tf.bfloat16)
+    monkeypatch.setattr(onednn, "_l2_cache_bytes", lambda: 1 << 20)
+    monkeypatch.setattr(onednn, "onednn_enabled", lambda: False)
+    assert not onednn.single_threaded_matmul(128, 384, 384, tf.bfloat16)
+
+
+def test_the_l2_cache_is_read_from_linux():
+    onednn._l2_cache_bytes.cache_clear()
+    size = onednn._l2_cache_bytes()
+    assert size is None or (64 << 10) <= size <= (64 << 20), size
+
+
 _BFLOAT16_MATMUL = """
 import tensorflow as tf
 a = tf.cast(tf.ones([64, 256]), tf.bfloat16)
