@@ -38,7 +38,8 @@ from bert_tf.cli import fine_tuning_flags as common
 from bert_tf.cli import tfds_flags
 from bert_tf.cli.app import run_tool
 from bert_tf.cli.squad_flags import check_answer_flags
-from bert_tf.data.tasks.squad_windows import DEFAULT_DOC_STRIDE, DEFAULT_MAX_QUERY_LENGTH
+from bert_tf.data.tasks.squad_windows import (DEFAULT_DOC_STRIDE, DEFAULT_MAX_QUERY_LENGTH,
+                                              check_windows)
 
 FLAGS = flags.FLAGS
 
@@ -78,12 +79,13 @@ def _check_squad_flags():
     every problem of the common and the other SQuAD flags."""
     # (A v2.0 TFDS dataset turns --version_2_with_negative on.)
     check_answer_flags(FLAGS.version_2_with_negative or bool(FLAGS.tfds_name))
-    problems = [f"--{name} must be positive, got {FLAGS[name].value}"
-                for name in ("doc_stride", "max_query_length", "n_best_size")
-                if FLAGS[name].value < 1]
-    if FLAGS.max_seq_length < FLAGS.max_query_length + 4:
-        problems.append(f"--max_seq_length ({FLAGS.max_seq_length}) must exceed "
-                        f"--max_query_length ({FLAGS.max_query_length}) + 3 special tokens")
+    problems = [] if FLAGS.n_best_size >= 1 else [
+        f"--n_best_size must be at least 1, got {FLAGS.n_best_size}"]
+    try:
+        check_windows(FLAGS.max_seq_length, FLAGS.doc_stride, FLAGS.max_query_length,
+                      seq_length_flag="max_seq_length")
+    except ValueError as error:  # listed with the others
+        problems.append(str(error).rstrip("."))
     data_flags = {} if FLAGS.tfds_name else {"train": ["train_file"], "eval": ["predict_file"],
                                               "predict": ["predict_file"]}
     common.check_flags(data_flags, tool_problems=problems, outputs=OUTPUTS)

@@ -79,11 +79,11 @@ def test_preprocess_refuses_a_seq_length_too_short_in_one_line(tmp_path, seq_len
      "--null_score_diff_threshold must be a number, got nan"),
     (["--export_type=squad", "--max_answer_length=0"],
      "--max_answer_length must be at least 1, got 0"),
-    (["--export_type=squad", "--doc_stride=0"], "doc_stride must be at least 1, got 0."),
-    (["--export_type=squad", "--max_windows=0"], "max_windows must be at least 1, got 0."),
+    (["--export_type=squad", "--doc_stride=0"], "--doc_stride must be at least 1, got 0."),
+    (["--export_type=squad", "--max_windows=0"], "--max_windows must be at least 1, got 0."),
     (["--export_type=squad", "--seq_length=64"],
-     "seq_length (64) must exceed max_query_length (64) + 3 special tokens, to leave room for "
-     "the context."),
+     "--seq_length (64) must exceed --max_query_length (64) + 3 special tokens, to leave room "
+     "for the context."),
 ])
 def test_flags_an_export_would_refuse_after_loading_are_refused_first(tmp_path, flags, message):
     # Before: refused after loading the model and tracing its signatures (5-10 s), or, for the

@@ -205,7 +205,7 @@ def test_bad_input_is_named(pretrained, tmp_path):
         "--do_train", "--do_eval", "--doc_stride=0")
     assert result.returncode != 0
     for message in ("--do_train needs --train_file", "--do_eval needs --predict_file",
-                    "--doc_stride must be positive, got 0"):
+                    "--doc_stride must be at least 1, got 0"):
         assert message in result.stderr
 
     # A threshold v1.1 would ignore, and one no comparison holds for.

@@ -32,24 +32,32 @@ DEFAULT_MAX_WINDOWS = 16
 SPECIAL_TOKENS = 3
 
 
-def check_windows(seq_length, doc_stride, max_query_length, max_windows=None):
+def check_windows(seq_length, doc_stride, max_query_length, max_windows=None,
+                  seq_length_flag=None):
     """Raises a one-line ValueError unless windows of `seq_length` tokens `doc_stride` apart,
     next to a question of up to `max_query_length` tokens, hold at least one context token
-    (and `max_windows`, when given, is at least 1).
+    (and `max_windows`, when given, is at least 1). `seq_length_flag` names them as a tool's
+    flags, `seq_length` by that one (run_squad's "max_seq_length", export_savedmodel's
+    "seq_length").
 
     Example:
         >>> check_windows(seq_length=64, doc_stride=128, max_query_length=64)
         ValueError: seq_length (64) must exceed max_query_length (64) + 3 special tokens, to
         leave room for the context.
     """
-    for name, value in (("doc_stride", doc_stride), ("max_query_length", max_query_length),
-                        ("max_windows", max_windows)):
+    def name(argument):
+        if seq_length_flag is None:
+            return argument
+        return "--" + (seq_length_flag if argument == "seq_length" else argument)
+
+    for argument, value in (("doc_stride", doc_stride), ("max_query_length", max_query_length),
+                            ("max_windows", max_windows)):
         if value is not None and value < 1:
-            raise ValueError(f"{name} must be at least 1, got {value}.")
+            raise ValueError(f"{name(argument)} must be at least 1, got {value}.")
     if seq_length < max_query_length + SPECIAL_TOKENS + 1:
-        raise ValueError(f"seq_length ({seq_length}) must exceed max_query_length "
-                         f"({max_query_length}) + {SPECIAL_TOKENS} special tokens, to leave "
-                         f"room for the context.")
+        raise ValueError(f"{name('seq_length')} ({seq_length}) must exceed "
+                         f"{name('max_query_length')} ({max_query_length}) + {SPECIAL_TOKENS} "
+                         f"special tokens, to leave room for the context.")
 
 
 def check_answer_rules(max_answer_length, null_score_diff_threshold=None, as_flags=False):
