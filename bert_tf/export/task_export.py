@@ -24,8 +24,8 @@ numbers the window it came from; `null_score` is "no answer"'s score (start + en
 `[CLS]`, in the window where it is least), and a SQuAD v2.0 export (`null_score_diff_threshold`)
 answers "" (offsets -1, `score` still the best span's) when it beats the span's by more than
 that. A context is read in at most `max_windows` windows: the rest is cut; the export's
-`sequences_per_string` (= `max_windows`) tells a server what a request can cost. A classifier also gets TF Serving's
-`tensorflow/serving/classify` signature, a regression model (one class)
+`sequences_per_string` (= `max_windows`) tells a server what a request can cost. A classifier
+also gets TF Serving's `tensorflow/serving/classify` signature, a regression model (one class)
 `tensorflow/serving/regress` (see `example_signatures`). Every export also has the attribute
 `serving_default`, for Keras 3's `TFSMLayer(path, call_endpoint="serving_default")` (see
 `keras_endpoint`). Texts are cut before tokenization to what `seq_length` tokens (a SQuAD

@@ -141,7 +141,8 @@ class FineTuner:
             raise ValueError(f"num_train_steps must be positive, got {num_train_steps}")
         if steps_per_checkpoint < 1:
             raise ValueError(f"steps_per_checkpoint must be positive, got {steps_per_checkpoint}")
-        if not single_process(_strategy_of(model)):
+        strategy = getattr(model, "distribute_strategy", None) or tf.distribute.get_strategy()
+        if not single_process(strategy):
             raise ValueError("fine-tuning runs in one process: a MultiWorkerMirroredStrategy "
                              "over several workers is not supported (Keras 3's fit cannot run "
                              "it, keras-team/keras#20585); use one worker's devices")
@@ -219,11 +220,6 @@ class FineTuner:
     def predict(self, dataset, max_seq_length, sequence_outputs=(), verbose=1):
         """See `predict_padded`."""
         return predict_padded(self.model, dataset, max_seq_length, sequence_outputs, verbose)
-
-
-def _strategy_of(model):
-    """The distribution strategy `model` was built under (the default one outside any)."""
-    return getattr(model, "distribute_strategy", None) or tf.distribute.get_strategy()
 
 
 def predict_padded(model, dataset, max_seq_length, sequence_outputs=(), verbose=1):
