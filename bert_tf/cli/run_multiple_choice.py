@@ -9,9 +9,14 @@ paper, each choice is packed as the pair `[CLS] sent1 [SEP] sent2 ending_i [SEP]
 choices is trained with cross-entropy. Pairs longer than --max_seq_length are truncated
 (round robin); their number is logged and written to eval_results.json.
 
+Or from TensorFlow Datasets: --tfds_name=hellaswag (or a multiple-choice dataset with `context`,
+`endings` and `label`) prepared in --tfds_data_dir, splits --tfds_train_split,
+--tfds_eval_split, --tfds_predict_split; each choice is the pair `[CLS] context [SEP] ending_i
+[SEP]`. HellaSwag's `test` has no labels: it can be predicted, not evaluated.
+
 Writes to --output_dir: checkpoints (resumable), TensorBoard logs, `eval_results.json`
 (accuracy, loss), `eval_predictions.csv` and `test_predictions.csv` (the example's `fold-ind`
-or line, the chosen ending and each choice's probability).
+or line, or its position in the TFDS split; the chosen ending and each choice's probability).
 
 Example:
     bert-tf-run-multiple-choice --init_checkpoint=$MINILM --data_dir=swag \\
@@ -25,6 +30,7 @@ import os
 from absl import flags
 
 from bert_tf.cli import fine_tuning_flags as common
+from bert_tf.cli import tfds_flags
 from bert_tf.cli.app import run_tool
 from bert_tf.file_io import replacing
 
@@ -39,18 +45,28 @@ logger = logging.getLogger("bert_tf.tools")
 def define_flags():
     common.define_fine_tuning_flags()
     common.define_data_file_flags("SWAG CSV", "train.csv", "val.csv", "test.csv")
+    tfds_flags.define_fine_tuning_tfds_flags("hellaswag")
 
 
-def _read(name, require_labels, tokenizer):
-    from bert_tf.data.tasks.swag import read_swag
+def _read(mode, require_labels, tokenizer):
+    """`(where, examples, truncated pairs)` of `mode` ("train", "eval", "predict"): from
+    --tfds_name's split, or from the file of --<mode>_file in --data_dir."""
+    if FLAGS.tfds_name:
+        from bert_tf.data.tfds.multiple_choice import read_multiple_choice_tfds
 
-    path = common.data_path(name)
-    examples = read_swag(path, require_labels)
+        examples, where = read_multiple_choice_tfds(
+            FLAGS.tfds_name, tfds_flags.tfds_split_flags()[mode], FLAGS.tfds_data_dir,
+            require_labels)
+    else:
+        from bert_tf.data.tasks.swag import read_swag
+
+        where = common.data_path(f"{mode}_file")
+        examples = read_swag(where, require_labels)
     truncated = examples.truncated_choices(tokenizer, FLAGS.max_seq_length)
     logger.info("%s: %d examples of %d choices; %d of the %d (context, choice) pairs truncated "
-                "to %d pieces", path, len(examples), examples.num_choices, truncated,
+                "to %d pieces", where, len(examples), examples.num_choices, truncated,
                 len(examples) * examples.num_choices, FLAGS.max_seq_length)
-    return path, examples, truncated
+    return where, examples, truncated
 
 
 def _write_predictions(path, examples, probabilities):
@@ -75,9 +91,9 @@ def fine_tune(vocab_file):
     preprocessor = BertPreprocessor(vocab_file, common.do_lower_case_from_flags(),
                                     FLAGS.max_seq_length)
     tokenizer = preprocessor.tokenizer
-    train = _read("train_file", True, tokenizer)[1] if FLAGS.do_train else None
-    evaluation = _read("eval_file", True, tokenizer) if FLAGS.do_eval else None
-    prediction = _read("predict_file", False, tokenizer) if FLAGS.do_predict else None
+    train = _read("train", True, tokenizer)[1] if FLAGS.do_train else None
+    evaluation = _read("eval", True, tokenizer) if FLAGS.do_eval else None
+    prediction = _read("predict", False, tokenizer) if FLAGS.do_predict else None
 
     encoder = common.encoder_from_flags()
     common.prepare_output_dir(encoder, vocab_file, "run_multiple_choice")
@@ -121,7 +137,8 @@ def fine_tune(vocab_file):
 
 
 def main():
-    common.fine_tune_on_data_dir(fine_tune, OUTPUTS, segments=2)  # (context, ending) pairs
+    # (context, ending) pairs
+    common.fine_tune_on_data_dir(fine_tune, OUTPUTS, files=not FLAGS.tfds_name, segments=2)
 
 
 def run():

@@ -1,9 +1,10 @@
 """The TensorFlow Datasets flags of the tools: a prepared TFDS dataset as the data source instead
 of files.
 
-Fine-tuning tools (run_classifier, run_squad, run_ner): `--tfds_name` (`glue/<config>`,
-`squad/v1.1`, `squad/v2.0`, `conll2003`), `--tfds_data_dir`, and `--tfds_train_split`,
-`--tfds_eval_split`, `--tfds_predict_split` (TFDS's `train`, `validation`, `test`).
+Fine-tuning tools (run_classifier, run_squad, run_ner, run_multiple_choice): `--tfds_name`
+(`glue/<config>`, `squad/v1.1`, `squad/v2.0`, `conll2003`, `hellaswag`), `--tfds_data_dir`, and
+`--tfds_train_split`, `--tfds_eval_split`, `--tfds_predict_split` (TFDS's `train`,
+`validation`, `test`).
 Pre-training tools (create_pretraining_data, run_pretraining): `--tfds_name`
 (`wikipedia/20230601.en`, `c4/en`, ...), `--tfds_data_dir`, `--tfds_split`, `--tfds_text_key`.
 

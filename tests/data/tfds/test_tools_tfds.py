@@ -1,8 +1,9 @@
 """The tools with --tfds_name, in fresh processes. Fine-tuning on real examples (slices of SST-2,
 SQuAD v1.1 dev and CoNLL-2003 prepared offline as the catalog's glue/sst2, squad/v1.1 and
-conll2003): the same example counts, labels, metrics and predictions as the file path;
---num_train_steps overrides --num_train_epochs and is the progress bar's total. Pre-training on
-Gutenberg books stored with TFDS's writer: the same records and training as the same text."""
+conll2003; HellaSwag-format lines written here as hellaswag): the same example counts, labels,
+metrics and predictions as the file path; --num_train_steps overrides --num_train_epochs and is
+the progress bar's total. Pre-training on Gutenberg books stored with TFDS's writer: the same
+records and training as the same text."""
 
 import json
 import re
@@ -11,9 +12,11 @@ import pytest
 
 from bert_tf.config import BertConfig
 from bert_tf.data.tfds.local_preparation import prepare_local
+from bert_tf.data.tfds.multiple_choice import read_multiple_choice_tfds
 from bert_tf.data.tfds.pretraining_text import TfdsText
 from tests.data.tfds.gutenberg import (GUTENBERG_TFDS_NAME, write_as_text_files,
                                        write_gutenberg_tfds)
+from tests.data.tfds.hellaswag import write_as_swag_csv, write_hellaswag
 from tests.resources import minilm_dir, shared_data_path
 from tests.tools.tool_runs import latest_step, run_tool, scalar_curves
 
@@ -131,6 +134,43 @@ def test_run_ner_from_conll2003_scores_as_the_files(tmp_path, model_flags):
     assert from_tfds.pop("data").pop("file") == "conll2003/conll2003:dev"
     assert from_file.pop("data").pop("file") == str(source / "valid.txt")
     assert from_tfds == from_file and from_tfds["global_step"] == STEPS
+
+
+def test_run_multiple_choice_from_hellaswag_scores_as_the_csv(tmp_path, model_flags):
+    source = tmp_path / "hellaswag"
+    source.mkdir()
+    written = write_hellaswag(source, {"train": 24, "val": 12, "test": 6})
+    prepare_local("hellaswag", str(source), str(tmp_path / "tfds"))
+    swag = tmp_path / "swag"
+    swag.mkdir()
+    write_as_swag_csv(swag / "val.csv", written["val"])
+    output_dir = tmp_path / "out"
+    tfds = ["--tfds_name=hellaswag", f"--tfds_data_dir={tmp_path / 'tfds'}"]
+    result = run_ok("run_multiple_choice.py", *model_flags, *COMMON, *tfds, "--do_train",
+                    "--do_eval", "--do_predict", "--max_seq_length=32",
+                    f"--output_dir={output_dir}")
+    from_tfds = read_json(output_dir, "eval_results.json")
+    tfds_rows = (output_dir / "eval_predictions.csv").read_text().splitlines()
+    assert from_tfds["global_step"] == STEPS
+    assert "Wrote predictions for 6 examples" in result.stdout
+    assert len((output_dir / "test_predictions.csv").read_text().splitlines()) == 1 + 6
+    # The same checkpoint evaluated on the same examples read from a SWAG CSV.
+    run_ok("run_multiple_choice.py", *model_flags, "--do_eval", f"--data_dir={swag}",
+           "--max_seq_length=32", f"--output_dir={output_dir}")
+    from_csv = read_json(output_dir, "eval_results.json")
+    assert from_tfds.pop("data") == {"file": "hellaswag:validation", "examples": 12,
+                                     "num_choices": 4, "truncated_pairs": 0}
+    assert from_csv.pop("data")["file"] == str(swag / "val.csv")
+    # The mean over examples summed in another order (TFDS stores them shuffled).
+    assert from_tfds == pytest.approx(from_csv, rel=1e-6)
+    # Each example's probabilities, whichever order: TFDS rows are named by stored position.
+    stored, _ = read_multiple_choice_tfds("hellaswag", "validation", str(tmp_path / "tfds"),
+                                          True)
+    by_context = {stored.contexts[int(row.split(",")[0])]: row.split(",")[2:]
+                  for row in tfds_rows[1:]}
+    csv_rows = (output_dir / "eval_predictions.csv").read_text().splitlines()[1:]
+    assert {example["ctx"]: row.split(",")[2:] for example, row in
+            zip(written["val"], csv_rows)} == by_context
 
 
 @pytest.fixture(scope="module")
