@@ -138,13 +138,16 @@ def test_bad_sources_are_named(tmp_path):
                              "split: Failed to encode example: {{'sentence': 'bad', 'idx': 0, "
                              "'label': 7}} In <ClassLabel> with name \"label\": Class label 7 "
                              "greater than configured num_classes 2"),
+    ("a header only", "glue/sst2: {tmp}/sst2/dev.tsv cannot be read as its validation split: "
+                      "no example belongs to it (TFDS cannot write an empty split)"),
     ("data dir is a file", "glue/sst2: the data dir {tmp}/tfds is a file, not a directory"),
     ("a file above the data dir", "glue/sst2: the data dir {tmp}/tfds/x cannot be made: "
                                   "{tmp}/tfds is a file"),
 ])
 def test_an_error_is_one_line(tmp_path, case, error):
     dev = {"not a GLUE file": ["text\tlabel", "good\t1"],
-           "a label out of range": ["sentence\tlabel", "bad\t7"]}.get(
+           "a label out of range": ["sentence\tlabel", "bad\t7"],
+           "a header only": ["sentence\tlabel"]}.get(
         case, ["sentence\tlabel", "good\t1"])
     source = write_sst2(tmp_path / "sst2", ["sentence\tlabel", "good\t1"], dev)
     data_dir = tmp_path / "tfds"
