@@ -13,8 +13,9 @@ tensorflow_hub has no plugin entry point for resolvers, so installing bert_tf al
 start-up. That only puts a finder on `sys.meta_path` (`bert_tf_post_import`); when (if ever)
 the process imports `tensorflow_hub`, the finder lets the import run, then registers
 `ModelNameResolver`, which tensorflow_hub asks before its own resolvers. Start-up stays free
-(this module and that one import only the standard library), and resolving a name imports neither TensorFlow code of bert_tf nor Keras 3,
-so this module is kept apart from the `bert_tf` package, whose import loads both.
+(this module and that one import only the standard library), and resolving a name imports
+neither TensorFlow code of bert_tf nor Keras 3, so this module is kept apart from the `bert_tf`
+package, whose import loads both.
 
 Example (a fresh process; bert_tf is never imported):
     >>> import tensorflow_hub as hub

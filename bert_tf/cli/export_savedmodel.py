@@ -103,7 +103,7 @@ def _check_flags():
         check_seq_length(FLAGS.seq_length)  # its own one-line ValueError
     if FLAGS.export_type == "squad":
         check_windows(FLAGS.seq_length, FLAGS.doc_stride, FLAGS.max_query_length,
-                      FLAGS.max_windows, seq_length_flag="seq_length")  # its own one-line error
+                      FLAGS.max_windows, tool_flags={})  # its own one-line error
         check_answer_flags(FLAGS.version_2_with_negative)  # and this one
     if FLAGS.text_pairs and FLAGS.export_type != "classifier":
         problems.append(f"--text_pairs applies to the classifier export, not to "

@@ -83,7 +83,7 @@ def _check_squad_flags():
         f"--n_best_size must be at least 1, got {FLAGS.n_best_size}"]
     try:
         check_windows(FLAGS.max_seq_length, FLAGS.doc_stride, FLAGS.max_query_length,
-                      seq_length_flag="max_seq_length")
+                      tool_flags={"seq_length": "max_seq_length"})
     except ValueError as error:  # listed with the others
         problems.append(str(error).rstrip("."))
     data_flags = {} if FLAGS.tfds_name else {"train": ["train_file"], "eval": ["predict_file"],

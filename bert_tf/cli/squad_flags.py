@@ -21,7 +21,8 @@ def check_answer_flags(version_2_with_negative):
         >>> check_answer_flags(version_2_with_negative=False)   # --null_score_diff_threshold=1
         ValueError: --null_score_diff_threshold applies with --version_2_with_negative.
     """
-    check_answer_rules(FLAGS.max_answer_length, FLAGS.null_score_diff_threshold, as_flags=True)
+    check_answer_rules(FLAGS.max_answer_length, FLAGS.null_score_diff_threshold,
+                       tool_flags={})
     # The library has no v2.0 switch (a threshold is v2.0): only a flag can be given in vain.
     if FLAGS["null_score_diff_threshold"].present and not version_2_with_negative:
         raise ValueError("--null_score_diff_threshold applies with --version_2_with_negative.")

@@ -1,6 +1,6 @@
-"""--tensorflow_intra_op_parallelism and --tensorflow_inter_op_parallelism (tensorflow_model_server's
-names), shared by serve and the fine-tuning tools; see `bert_tf.thread_pools` for when to set
-them.
+"""--tensorflow_intra_op_parallelism and --tensorflow_inter_op_parallelism
+(tensorflow_model_server's names), shared by serve and the fine-tuning tools; see
+`bert_tf.thread_pools` for when to set them.
 
 Example (inside a tool):
     def define_flags():

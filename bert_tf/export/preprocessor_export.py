@@ -7,7 +7,7 @@ only `tensorflow` and `tensorflow_text` (which registers the WordPiece op):
     >>> preprocess = tf.saved_model.load("/tmp/bert_preprocess")
     >>> preprocess(tf.constant(["hello world"]))["input_word_ids"].shape      # seq_length 128
     TensorShape([1, 128])
-    >>> tokens = preprocess.tokenize(tf.constant(["hello world"]))  # RaggedTensor [1, words, pieces]
+    >>> tokens = preprocess.tokenize(tf.constant(["hello world"]))  # Ragged [1, words, pieces]
     >>> pairs = preprocess.bert_pack_inputs([tokens, tokens], seq_length=64)
     >>> preprocess.vocab_file.asset_path, preprocess.do_lower_case.numpy()
 
@@ -72,8 +72,8 @@ def export_preprocessor(output_dir, vocab_file, do_lower_case, seq_length=128,
     `[batch, seq_length]` inputs, single segment), has `tokenize(strings)` (→ int32 RaggedTensor
     `[batch, words, pieces]`) and `bert_pack_inputs(list_of_tokenized, seq_length=N)` for 1 to 3
     segments and any N (`seq_length` by default), the vocabulary as the asset `vocab_file`, and
-    the variables `do_lower_case` and `special_tokens_in_strings`. The `serving_default` signature maps
-    `text` to the three inputs. `seq_length` must pass `check_seq_length`: at least 3.
+    the variables `do_lower_case` and `special_tokens_in_strings`. The `serving_default`
+    signature maps `text` to the three inputs. `seq_length` must pass `check_seq_length`: at least 3.
     """
     check_seq_length(seq_length)
     module = _Preprocessor(vocab_file, do_lower_case, seq_length, truncation,

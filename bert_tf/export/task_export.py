@@ -4,14 +4,17 @@ Tokenization runs in the graph (tf.text), so the SavedModel needs no Python code
 package: TF Serving, `tools/serve.py`, or a process importing only `tensorflow` and
 `tensorflow_text` can run it. The vocabulary travels with it as the asset `vocab_file`.
 
-Signatures (all inputs are strings, batch dimension first):
-
-| task | `serving_default` inputs | outputs |
-| --- | --- | --- |
-| classifier | `text`, or `text_a` + `text_b` | `logits`, `probabilities` `[batch, C]`, `label` (int32 index), `label_name` `[batch]`; one class (regression): `logits`, `score` |
-| ner | `text` | `logits`, `probabilities` `[batch, seq, C]`, `label`, `label_name`, `start_offset`, `end_offset`, `first_subword` `[batch, seq]` |
-| squad | `question`, `context` | `answer`, `answer_start`, `answer_end`, `score`, `null_score`, `window` (int32) `[batch]`; `start_logits`, `end_logits` `[batch, seq]` of the answer's window |
-| multiple_choice | `context` `[batch]`, `choices` `[batch, num_choices]` | `logits`, `probabilities` `[batch, num_choices]`, `label` `[batch]` |
+Signatures (all inputs are strings, batch dimension first), `serving_default` inputs ->
+outputs per task:
+* classifier: `text`, or `text_a` + `text_b` -> `logits`, `probabilities` `[batch, C]`,
+  `label` (int32 index), `label_name` `[batch]`; one class (regression): `logits`, `score`.
+* ner: `text` -> `logits`, `probabilities` `[batch, seq, C]`, `label`, `label_name`,
+  `start_offset`, `end_offset`, `first_subword` `[batch, seq]`.
+* squad: `question`, `context` -> `answer`, `answer_start`, `answer_end`, `score`,
+  `null_score`, `window` (int32) `[batch]`; `start_logits`, `end_logits` `[batch, seq]` of the
+  answer's window.
+* multiple_choice: `context` `[batch]`, `choices` `[batch, num_choices]` -> `logits`,
+  `probabilities` `[batch, num_choices]`, `label` `[batch]`.
 
 NER offsets are bytes of `text` covered by each token (-1 at `[CLS]`, `[SEP]` and padding);
 a word's tag is the label of its `first_subword`, as in the paper. SQuAD reads the context as

@@ -45,8 +45,8 @@ def best_spans(start_logits, end_logits, token_offsets, token_is_max_context=Non
         token_offsets: `[seq, 2]` (start, end) character offsets of each token in the
             context, end exclusive; negative for tokens not from the context (`[CLS]`, the
             question, `[SEP]`, padding).
-        token_is_max_context: optional `[seq]` booleans (`squad_windows.max_context_mask`); a span may
-            only start where it is True. Default: everywhere (a single window).
+        token_is_max_context: optional `[seq]` booleans (`squad_windows.max_context_mask`); a
+            span may only start where it is True. Default: everywhere (a single window).
         n_best_size: how many start and end positions to pair.
         max_answer_length: the longest span, in tokens.
 

@@ -66,7 +66,8 @@ class BasicTokenizer(tf.Module):
 
     @tf.autograph.experimental.do_not_convert
     def split_to_codepoints(self, texts):
-        """The words of `texts [batch]` as code points: int32 `RaggedTensor [batch, words, chars]`."""
+        """The words of `texts [batch]` as code points: int32 `RaggedTensor [batch, words,
+        chars]`."""
         words, _, _ = self._split(texts, with_offsets=False)
         return words
 

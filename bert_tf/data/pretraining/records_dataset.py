@@ -204,8 +204,9 @@ def record_lengths(path):
         if kind != expected:
             raise InputFileError(f"{path}: feature {name!r} is a {kind}, expected {expected}")
         lengths[name] = len(getattr(features[name], kind).value)
-    if len({lengths[n] for n in _SEQUENCE_FEATURES}) != 1 or len(
-            {lengths[n] for n in _PREDICTION_FEATURES}) != 1 or lengths["next_sentence_labels"] != 1:
+    if (len({lengths[n] for n in _SEQUENCE_FEATURES}) != 1
+            or len({lengths[n] for n in _PREDICTION_FEATURES}) != 1
+            or lengths["next_sentence_labels"] != 1):
         raise InputFileError(f"{path}: inconsistent feature lengths {lengths}")
     return lengths["input_ids"], lengths["masked_lm_positions"]
 

@@ -32,49 +32,51 @@ DEFAULT_MAX_WINDOWS = 16
 SPECIAL_TOKENS = 3
 
 
-def check_windows(seq_length, doc_stride, max_query_length, max_windows=None,
-                  seq_length_flag=None):
+def _named(argument, tool_flags):
+    """How a check names `argument`: itself, or with `tool_flags` (a mapping of the arguments a
+    tool's flags name otherwise; `{}` when each flag is named as its argument) as its flag."""
+    if tool_flags is None:
+        return argument
+    return "--" + tool_flags.get(argument, argument)
+
+
+def check_windows(seq_length, doc_stride, max_query_length, max_windows=None, tool_flags=None):
     """Raises a one-line ValueError unless windows of `seq_length` tokens `doc_stride` apart,
     next to a question of up to `max_query_length` tokens, hold at least one context token
-    (and `max_windows`, when given, is at least 1). `seq_length_flag` names them as a tool's
-    flags, `seq_length` by that one (run_squad's "max_seq_length", export_savedmodel's
-    "seq_length").
+    (and `max_windows`, when given, is at least 1). `tool_flags` names them as a tool's flags
+    (`_named`): run_squad's `{"seq_length": "max_seq_length"}`, export_savedmodel's `{}`.
 
     Example:
         >>> check_windows(seq_length=64, doc_stride=128, max_query_length=64)
         ValueError: seq_length (64) must exceed max_query_length (64) + 3 special tokens, to
         leave room for the context.
     """
-    def name(argument):
-        if seq_length_flag is None:
-            return argument
-        return "--" + (seq_length_flag if argument == "seq_length" else argument)
-
     for argument, value in (("doc_stride", doc_stride), ("max_query_length", max_query_length),
                             ("max_windows", max_windows)):
         if value is not None and value < 1:
-            raise ValueError(f"{name(argument)} must be at least 1, got {value}.")
+            raise ValueError(f"{_named(argument, tool_flags)} must be at least 1, got {value}.")
     if seq_length < max_query_length + SPECIAL_TOKENS + 1:
-        raise ValueError(f"{name('seq_length')} ({seq_length}) must exceed "
-                         f"{name('max_query_length')} ({max_query_length}) + {SPECIAL_TOKENS} "
-                         f"special tokens, to leave room for the context.")
+        raise ValueError(f"{_named('seq_length', tool_flags)} ({seq_length}) must exceed "
+                         f"{_named('max_query_length', tool_flags)} ({max_query_length}) + "
+                         f"{SPECIAL_TOKENS} special tokens, to leave room for the context.")
 
 
-def check_answer_rules(max_answer_length, null_score_diff_threshold=None, as_flags=False):
+def check_answer_rules(max_answer_length, null_score_diff_threshold=None, tool_flags=None):
     """Raises a one-line ValueError unless answers may be `max_answer_length` >= 1 tokens long
     and `null_score_diff_threshold` (SQuAD v2.0; None for v1.1) is a number: NaN compares false
-    with every score, so the scores would not decide between a span and no answer. `as_flags`
-    names them as a tool's flags (--max_answer_length), whose values they are.
+    with every score, so the scores would not decide between a span and no answer. `tool_flags`
+    names them as a tool's flags (`_named`; `{}` for --max_answer_length), whose values they are.
 
     Example:
         >>> check_answer_rules(max_answer_length=30, null_score_diff_threshold=float("nan"))
         ValueError: null_score_diff_threshold must be a number, got nan.
     """
-    prefix = "--" if as_flags else ""
     if max_answer_length < 1:
-        raise ValueError(f"{prefix}max_answer_length must be at least 1, got {max_answer_length}.")
+        raise ValueError(f"{_named('max_answer_length', tool_flags)} must be at least 1, got "
+                         f"{max_answer_length}.")
     if null_score_diff_threshold is not None and math.isnan(null_score_diff_threshold):
-        raise ValueError(f"{prefix}null_score_diff_threshold must be a number, got nan.")
+        raise ValueError(f"{_named('null_score_diff_threshold', tool_flags)} must be a number, "
+                         f"got nan.")
 
 
 def context_windows(num_tokens, window_length, doc_stride, max_windows=None):

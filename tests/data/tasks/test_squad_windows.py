@@ -65,15 +65,15 @@ def test_settings_without_room_for_the_context_are_refused(settings, message):
 def test_a_tools_flags_are_named_as_flags():
     with pytest.raises(ValueError, match=r"^--max_seq_length \(64\) must exceed "
                                          r"--max_query_length \(64\) \+ 3 special tokens"):
-        check_windows(64, 128, 64, seq_length_flag="max_seq_length")
+        check_windows(64, 128, 64, tool_flags={"seq_length": "max_seq_length"})
     with pytest.raises(ValueError, match=r"^--doc_stride must be at least 1, got 0\.$"):
-        check_windows(384, 0, 64, seq_length_flag="seq_length")
+        check_windows(384, 0, 64, tool_flags={})
 
 
 @pytest.mark.parametrize("rules, message", [
     ((0,), r"^max_answer_length must be at least 1, got 0\.$"),
     ((30, float("nan")), r"^null_score_diff_threshold must be a number, got nan\.$"),
-    ((0, None, True), r"^--max_answer_length must be at least 1, got 0\.$"),   # a tool's flags
+    ((0, None, {}), r"^--max_answer_length must be at least 1, got 0\.$"),   # a tool's flags
 ])
 def test_an_answer_length_below_1_and_a_nan_threshold_are_refused(rules, message):
     with pytest.raises(ValueError, match=message):
