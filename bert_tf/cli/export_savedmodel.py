@@ -14,6 +14,8 @@
                     context | context, choices). squad reads a long context in windows as
                     run_squad does (--doc_stride, --max_query_length), at most --max_windows;
                     with --version_2_with_negative it may answer nothing, as run_squad.
+                    The model runs on at most --max_tokens_per_call packed positions at a
+                    time, whatever a request holds.
 
 The version is one more than the highest under --output_dir unless --version is given; it
 appears atomically, so a running TF Serving picks it up only when complete. The vocabulary is
@@ -36,6 +38,7 @@ from bert_tf.cli.checkpoint_flags import (checkpoint_vocab_file_from_flags,
                                           define_checkpoint_flags, do_lower_case_from_flags)
 from bert_tf.data.tasks.squad_windows import (DEFAULT_DOC_STRIDE, DEFAULT_MAX_QUERY_LENGTH,
                                               DEFAULT_MAX_WINDOWS)
+from bert_tf.export.model_slices import DEFAULT_MAX_TOKENS_PER_CALL
 
 EXPORT_TYPES = ("encoder", "encoder_with_mlm", "preprocess", "classifier", "ner", "squad",
                 "multiple_choice")
@@ -72,6 +75,11 @@ def define_flags():
                       "than --null_score_diff_threshold (as run_squad).")
     flags.DEFINE_float("null_score_diff_threshold", 0.0, "squad v2.0: see "
                        "--version_2_with_negative.")
+    flags.DEFINE_integer("max_tokens_per_call", DEFAULT_MAX_TOKENS_PER_CALL, "Task exports: "
+                         "the model runs on at most this many packed positions (sequences x "
+                         "their packed length, at least one sequence) at a time, so that a "
+                         "request of many texts, windows or choices cannot claim the memory of "
+                         "all of them at once.", lower_bound=1)
     flags.DEFINE_bool("special_tokens_in_strings", False, "preprocess: [CLS], [SEP], [MASK], "
                       "[PAD] and [UNK] written in a text become their ids (as Hugging Face's "
                       "tokenizer does) instead of ordinary text (as Google's does).")
@@ -87,7 +95,7 @@ def _check_flags():
     from bert_tf.cli.path_checks import output_dir_problem
     from bert_tf.cli.squad_flags import check_answer_flags
     from bert_tf.data.tasks.squad_windows import check_windows
-    from bert_tf.export.task_export import repeated_label_names
+    from bert_tf.export.task_export import TASK_MODEL_CLASSES, repeated_label_names
     from bert_tf.export.text_inputs import check_seq_length
 
     problems = []
@@ -110,6 +118,9 @@ def _check_flags():
                         f"{FLAGS.export_type}")
     problems += [f"--{name} applies to the squad export, not to {FLAGS.export_type}"
                  for name in SQUAD_FLAGS if FLAGS[name].present and FLAGS.export_type != "squad"]
+    if FLAGS["max_tokens_per_call"].present and FLAGS.export_type not in TASK_MODEL_CLASSES:
+        problems.append(f"--max_tokens_per_call applies to the task exports, not to "
+                        f"{FLAGS.export_type}")
     if FLAGS.label_names and repeated_label_names(FLAGS.label_names):
         problems.append(f"--label_names names two classes alike: {','.join(FLAGS.label_names)}")
     if problems:
@@ -159,7 +170,8 @@ def _writer():
         max_answer_length=FLAGS.max_answer_length, doc_stride=FLAGS.doc_stride,
         max_query_length=FLAGS.max_query_length, max_windows=FLAGS.max_windows,
         null_score_diff_threshold=(FLAGS.null_score_diff_threshold
-                                   if FLAGS.version_2_with_negative else None))
+                                   if FLAGS.version_2_with_negative else None),
+        max_tokens_per_call=FLAGS.max_tokens_per_call)
 
 
 def _classifier_inputs_and_labels():

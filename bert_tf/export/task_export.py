@@ -19,11 +19,11 @@ outputs per task:
 NER offsets are bytes of `text` covered by each token (-1 at `[CLS]`, `[SEP]` and padding);
 a word's tag is the label of its `first_subword`, as in the paper. SQuAD reads the context as
 run_squad does: the question cut to `max_query_length` tokens, the context in windows of what
-`seq_length` leaves, `doc_stride` tokens apart, all windows of the batch through the model
-together; the answer is the highest-scoring span (start logit + end logit) of at most
-`max_answer_length` tokens that starts at a token its window owns (BERT's max-context rule,
-`bert_tf.data.tasks.squad_windows`), as `context[answer_start:answer_end]` in bytes, and `window`
-numbers the window it came from; `null_score` is "no answer"'s score (start + end logit at
+`seq_length` leaves, `doc_stride` tokens apart, the windows of the batch through the model
+(in slices, see below); the answer is the highest-scoring span (start logit + end logit) of at
+most `max_answer_length` tokens that starts at a token its window owns (BERT's max-context
+rule, `bert_tf.data.tasks.squad_windows`), as `context[answer_start:answer_end]` in bytes, and
+`window` numbers the window it came from; `null_score` is "no answer"'s score (start + end logit at
 `[CLS]`, in the window where it is least), and a SQuAD v2.0 export (`null_score_diff_threshold`)
 answers "" (offsets -1, `score` still the best span's) when it beats the span's by more than
 that. A context is read in at most `max_windows` windows: the rest is cut; the export's
@@ -33,7 +33,9 @@ also gets TF Serving's `tensorflow/serving/classify` signature, a regression mod
 `serving_default`, for Keras 3's `TFSMLayer(path, call_endpoint="serving_default")` (see
 `keras_endpoint`). Texts are cut before tokenization to what `seq_length` tokens (a SQuAD
 context: its windows) can use (see `text_inputs`), so a request's memory does not grow with the
-size of its texts.
+size of its texts; and the model runs on at most `max_tokens_per_call` packed positions at a
+time (`model_slices`; saved as the variable `max_tokens_per_call`), so neither does one model
+call's with the number of its texts, windows or choices.
 
 The classifier, NER and multiple-choice exports run the model on each batch packed only to its
 longest text, rounded up to a multiple of `pad_to_multiple_of` (8) and at most `seq_length`,
@@ -64,6 +66,7 @@ from bert_tf.data.tasks.squad_windows import (CLS_POSITION, DEFAULT_DOC_STRIDE,
 from bert_tf.export import example_signatures
 from bert_tf.export.backing_variables import backing_variables
 from bert_tf.export.keras_endpoint import keras_endpoint
+from bert_tf.export.model_slices import DEFAULT_MAX_TOKENS_PER_CALL, run_in_slices
 from bert_tf.export.serving_layout import make_world_readable
 from bert_tf.export.text_inputs import (DEFAULT_PAD_TO_MULTIPLE_OF, NOT_A_TOKEN, RawTextPacker,
                                         check_seq_length)
@@ -146,8 +149,9 @@ class _ServingFunctions:
     """Builds the signatures of one task model; each `<task>()` returns them as a dict."""
 
     def __init__(self, model, packer, label_names, text_pairs, skip_padding, max_answer_length,
-                 windows, null_score_diff_threshold):
+                 windows, null_score_diff_threshold, max_tokens_per_call):
         self.model = model
+        self.max_tokens_per_call = max_tokens_per_call
         self.skip_padding = skip_padding
         self.packer = packer
         self.label_names = label_names
@@ -161,12 +165,24 @@ class _ServingFunctions:
         return tf.function(python_function, input_signature=input_signature,
                            autograph=False).get_concrete_function()
 
-    def _trimmed_batch_model(self, inputs):
-        """The model's outputs on a batch packed to its longest text; with `skip_padding`,
-        its dense layers run on the real tokens only (outputs at padding are not returned:
-        NER zeroes its logits there)."""
-        with real_tokens_only() if self.skip_padding else contextlib.nullcontext():
-            return self.model(inputs, training=False)
+    def _model_outputs(self, inputs, shapes, trimmed=True, call=None):
+        """The outputs `shapes` (`{name: shape}`, float32) of the model, or of `call(inputs)`
+        (the model's outputs made from a slice of `inputs`), on `inputs`, run on at most
+        `max_tokens_per_call` packed positions at a time (`run_in_slices`). `trimmed`: a batch
+        packed to its longest text; with `skip_padding`, the model's dense layers run on the
+        real tokens only (outputs at padding are not returned: NER zeroes its logits
+        there)."""
+        call = call or (lambda part: self.model(part, training=False))
+
+        def run_slice(part):
+            with (real_tokens_only() if trimmed and self.skip_padding
+                  else contextlib.nullcontext()):
+                outputs = call(part)
+            return tuple(outputs[name] for name in shapes)
+
+        specs = [tf.TensorSpec(shape, tf.float32) for shape in shapes.values()]
+        return dict(zip(shapes, run_in_slices(run_slice, inputs, self.max_tokens_per_call,
+                                              specs)))
 
     def classifier(self):
         names = ("text_a", "text_b") if self.text_pairs else ("text",)
@@ -175,7 +191,8 @@ class _ServingFunctions:
         def classify_texts(*texts):
             inputs = self.packer.pack(texts)
             inputs = self.packer.trim(inputs, self.packer.trimmed_length(inputs))
-            logits = self._trimmed_batch_model(inputs)["logits"]
+            logits = self._model_outputs(
+                inputs, {"logits": [None, self.model.num_classes]})["logits"]
             if self.model.num_classes == 1:  # regression (e.g. STS-B): the logit is the score
                 return {"logits": logits, "score": logits[:, 0]}
             return _class_outputs(logits, label_names)
@@ -194,7 +211,8 @@ class _ServingFunctions:
         def serving_default(text):
             inputs, tokens = self.packer.pack_with_offsets([text])
             length = self.packer.trimmed_length(inputs)
-            logits = self._trimmed_batch_model(self.packer.trim(inputs, length))["logits"]
+            logits = self._model_outputs(self.packer.trim(inputs, length), {
+                "logits": [None, None, len(self.label_names)]})["logits"]
             # Per-token outputs keep their [batch, seq_length] shape. Padding positions get
             # logits 0 (uniform probabilities), so no output depends on how long the other
             # texts of the batch are.
@@ -210,7 +228,10 @@ class _ServingFunctions:
         def serving_default(question, context):
             inputs, tokens, window_starts = self.packer.pack_windows(question, context,
                                                                      **self.windows)
-            outputs = self.model(inputs, training=False)
+            seq_length = self.packer.seq_length
+            outputs = self._model_outputs(inputs, {"start_logits": [None, seq_length],
+                                                   "end_logits": [None, seq_length]},
+                                          trimmed=False)
             # An answer lies in the window's context tokens and starts at one the window owns.
             in_context = tokens["start_offset"] != NOT_A_TOKEN
             start, end, score, found = best_spans(
@@ -248,11 +269,19 @@ class _ServingFunctions:
             # One sequence per (context, choice), as BertMultipleChoice reads them.
             contexts = tf.broadcast_to(context[:, None], tf.shape(choices))
             packed = self.packer.pack([tf.reshape(contexts, [-1]), tf.reshape(choices, [-1])])
-            length = self.packer.trimmed_length(packed)
-            shape = tf.concat([tf.shape(choices), [length]], axis=0)
-            inputs = {key: tf.reshape(value, shape)
-                      for key, value in self.packer.trim(packed, length).items()}
-            logits = self._trimmed_batch_model(inputs)["logits"]
+            inputs = self.packer.trim(packed, self.packer.trimmed_length(packed))
+
+            def one_choice_per_example(part):
+                # Each pair as an example of one choice (a choice's logit does not depend on
+                # the others), so that a slice may hold part of an example's choices.
+                rows = tf.shape(part["input_word_ids"])[0]
+                logits = self.model({key: tf.reshape(value, [rows, 1, -1])
+                                     for key, value in part.items()}, training=False)["logits"]
+                return {"logits": logits[:, 0]}
+
+            logits = tf.reshape(self._model_outputs(inputs, {"logits": [None]},
+                                                    call=one_choice_per_example)["logits"],
+                                tf.shape(choices))
             return {"logits": logits, "probabilities": tf.nn.softmax(logits),
                     "label": tf.argmax(logits, axis=-1, output_type=tf.int32)}
 
@@ -276,7 +305,8 @@ def export_task_model(export_dir, task, model, vocab_file, do_lower_case, seq_le
                       max_answer_length=DEFAULT_MAX_ANSWER_LENGTH,
                       pad_to_multiple_of=DEFAULT_PAD_TO_MULTIPLE_OF, skip_padding=True,
                       doc_stride=DEFAULT_DOC_STRIDE, max_query_length=DEFAULT_MAX_QUERY_LENGTH,
-                      max_windows=DEFAULT_MAX_WINDOWS, null_score_diff_threshold=None):
+                      max_windows=DEFAULT_MAX_WINDOWS, null_score_diff_threshold=None,
+                      max_tokens_per_call=DEFAULT_MAX_TOKENS_PER_CALL):
     """Writes `model` with in-graph preprocessing as a serving SavedModel to `export_dir`.
 
     Args:
@@ -300,6 +330,9 @@ def export_task_model(export_dir, task, model, vocab_file, do_lower_case, seq_le
         null_score_diff_threshold: squad only, SQuAD v2.0: no answer (`answer` "", offsets -1)
             when `null_score` exceeds the best span's score by more than this (run_squad's
             rule; 0.0 is its default); None (v1.1): always the best span.
+        max_tokens_per_call: the model runs on at most this many packed positions at a time
+            (at least one sequence), so a request's size does not bound what one model call
+            allocates (`bert_tf.export.model_slices`).
     """
     if task not in TASK_MODEL_CLASSES:
         raise ValueError(f"Unknown task {task!r}; expected one of {sorted(TASK_MODEL_CLASSES)}.")
@@ -312,6 +345,8 @@ def export_task_model(export_dir, task, model, vocab_file, do_lower_case, seq_le
         check_windows(seq_length, doc_stride, max_query_length, max_windows)
     if text_pairs and task != "classifier":
         raise ValueError(f"text_pairs applies to the classifier export only, not to {task}.")
+    if max_tokens_per_call < 1:
+        raise ValueError(f"max_tokens_per_call must be at least 1, got {max_tokens_per_call}.")
     num_classes = getattr(model, "num_classes", None)
     if label_names is None:
         label_names = [str(i) for i in range(num_classes or 0)]
@@ -326,7 +361,8 @@ def export_task_model(export_dir, task, model, vocab_file, do_lower_case, seq_le
     functions = _ServingFunctions(
         model, packer, list(label_names), text_pairs, skip_padding, max_answer_length,
         windows={"max_query_length": max_query_length, "doc_stride": doc_stride,
-                 "max_windows": max_windows}, null_score_diff_threshold=null_score_diff_threshold)
+                 "max_windows": max_windows}, null_score_diff_threshold=null_score_diff_threshold,
+        max_tokens_per_call=max_tokens_per_call)
     with portable_graphs():
         signatures = getattr(functions, task)()
         root = tf.__internal__.tracking.AutoTrackable()
@@ -334,6 +370,8 @@ def export_task_model(export_dir, task, model, vocab_file, do_lower_case, seq_le
         root.do_lower_case = tf.Variable(bool(do_lower_case), trainable=False,
                                          name="do_lower_case")
         root.seq_length = tf.Variable(seq_length, trainable=False, name="seq_length")
+        root.max_tokens_per_call = tf.Variable(max_tokens_per_call, trainable=False,
+                                               name="max_tokens_per_call")
         if task == "squad":  # a context makes up to max_windows sequences (tools/serve.py)
             root.sequences_per_string = tf.Variable(max_windows, trainable=False,
                                                     name="sequences_per_string")

@@ -73,6 +73,10 @@ def test_preprocess_refuses_a_seq_length_too_short_in_one_line(tmp_path, seq_len
      "squad export, not to ner"),
     (["--export_type=classifier", "--version_2_with_negative"],
      "--version_2_with_negative applies to the squad export, not to classifier"),
+    (["--export_type=preprocess", "--max_tokens_per_call=512"],
+     "--max_tokens_per_call applies to the task exports, not to preprocess"),
+    (["--export_type=ner", "--max_tokens_per_call=0"],
+     "flag --max_tokens_per_call=0: 0 is not a positive integer"),
     (["--export_type=squad", "--null_score_diff_threshold=1"],
      "--null_score_diff_threshold applies with --version_2_with_negative"),
     (["--export_type=squad", "--version_2_with_negative", "--null_score_diff_threshold=nan"],
@@ -132,11 +136,13 @@ def test_classifier_from_a_fine_tuned_checkpoint(tmp_path):
     result = run_tool("export_savedmodel.py", "--export_type=classifier",
                       f"--init_checkpoint={checkpoint_dir}", f"--vocab_file={vocab_file}",
                       "--seq_length=16", "--label_names=negative,positive", "--version=5",
-                      f"--output_dir={base}")
+                      "--max_tokens_per_call=16", f"--output_dir={base}")
     assert result.returncode == 0, result.stderr
     assert f"Exported classifier to {base}/5" in result.stdout
     assert sorted(os.listdir(base)) == ["5"]
-    serving = tf.saved_model.load(str(base / "5")).signatures["serving_default"]
+    loaded = tf.saved_model.load(str(base / "5"))
+    assert loaded.max_tokens_per_call.numpy() == 16   # TEXTS run one or two at a time
+    serving = loaded.signatures["serving_default"]
     assert list(serving.structured_input_signature[1]) == ["text"]
     outputs = serving(text=tf.constant(TEXTS))
     inputs = BertPreprocessor(vocab_file, lower_case=True, seq_length=16)(tf.constant(TEXTS))
