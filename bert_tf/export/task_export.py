@@ -166,12 +166,11 @@ class _ServingFunctions:
                            autograph=False).get_concrete_function()
 
     def _model_outputs(self, inputs, shapes, trimmed=True, call=None):
-        """The outputs `shapes` (`{name: shape}`, float32) of the model, or of `call(inputs)`
-        (the model's outputs made from a slice of `inputs`), on `inputs`, run on at most
-        `max_tokens_per_call` packed positions at a time (`run_in_slices`). `trimmed`: a batch
-        packed to its longest text; with `skip_padding`, the model's dense layers run on the
-        real tokens only (outputs at padding are not returned: NER zeroes its logits
-        there)."""
+        """The float32 outputs `shapes` (`{name: a slice's output shape}`) of `call(part)`
+        (default: the model on `part`) on `inputs`, a slice of at most `max_tokens_per_call`
+        packed positions at a time (`run_in_slices`). `trimmed`: a batch packed to its longest
+        text, whose dense layers, with `skip_padding`, run on the real tokens only (outputs at
+        padding are not returned: NER zeroes its logits there)."""
         call = call or (lambda part: self.model(part, training=False))
 
         def run_slice(part):
