@@ -1,4 +1,5 @@
-"""Locating test resources: `../shared/data` and the real MiniLM model from PyPI.
+"""Locating test resources: `../shared/data`, the real MiniLM model from PyPI and a TensorFlow
+2.12 environment.
 
 Example:
     >>> path = shared_data_path("SST-2/dev.tsv")   # skips (or fails under CI) when absent
@@ -25,6 +26,17 @@ def shared_data_path(relative):
     if not os.path.exists(path):
         _missing(f"{path} not found (the shared data sets are not on this machine)")
     return path
+
+
+def tensorflow_2_12_python():
+    """The Python of `$BERT_TF_TF212_PYTHON`, an environment with tensorflow 2.12 and
+    tensorflow-text 2.12 (the runtime TF Serving 2.12-2.19 links); skips the test when it is not
+    set (`.ci/run` builds one)."""
+    python = os.environ.get("BERT_TF_TF212_PYTHON")
+    if not python or not os.path.isfile(python):
+        _missing(f"BERT_TF_TF212_PYTHON is {python!r}, not a Python with tensorflow 2.12 and "
+                 f"tensorflow-text 2.12")
+    return python
 
 
 def minilm_dir():

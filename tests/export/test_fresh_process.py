@@ -11,9 +11,11 @@ import sys
 import numpy as np
 import tensorflow as tf
 
+from bert_tf.export import export_task_model, write_version
 from tests.export.graph_ops import non_core_ops
-from tests.export.task_examples import FEEDS
+from tests.export.task_examples import EXPORT_OPTIONS, FEEDS, SEQ_LENGTH
 from tests.export.tiny_models import encoder_inputs
+from tests.resources import tensorflow_2_12_python
 
 RUNNER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fresh_process_runner.py")
 
@@ -67,12 +69,10 @@ def test_a_fresh_process_with_only_tensorflow_runs_every_export(encoder_export_d
                                           err_msg=f"{job['name']}: {name}")
 
 
-def test_tf_servings_session_loader_runs_every_export(encoder_export_dir, task_exports,
-                                                      tmp_path):
-    # TF Serving loads a SavedModel into a session (restore op, init ops) and fetches the
-    # signature's tensors. With the Keras variables tracked as they were, the restore filled
-    # copies and every signature failed with "Could not find variable classifier/bias", while
-    # tf.saved_model.load worked (see bert_tf/export/backing_variables.py).
+def every_export_jobs(encoder_export_dir, task_exports, tmp_path, loader):
+    """`(jobs, expected outputs)`: the encoder's `serving_default` and `mlm` and the
+    `serving_default` of each task export (`{name: (task, path, loaded)}`) on its task's FEEDS,
+    through `loader` ("session": TF Serving's, or "load": `tf.saved_model.load`)."""
     inputs = encoder_inputs([[2, 5, 6, 3], [2, 7, 8, 9, 3, 16, 3]], seq_length=9)
     mlm_inputs = {**inputs, "masked_lm_positions": tf.constant([[1, 2], [3, 5]])}
     encoder = tf.saved_model.load(encoder_export_dir)
@@ -83,18 +83,23 @@ def test_tf_servings_session_loader_runs_every_export(encoder_export_dir, task_e
                      "inputs": {key: ["int32", value.numpy().tolist()]
                                 for key, value in feed.items()}})
         expected[name] = encoder.signatures[signature](**feed)
-    for task in sorted(task_exports):
+    for export, (task, path, loaded) in sorted(task_exports.items()):
         feed = FEEDS[task]
-        jobs.append({"path": task_exports[task][0], "function": "serving_default", "name": task,
+        jobs.append({"path": path, "function": "serving_default", "name": export,
                      "inputs": {name: ["string", value] for name, value in feed.items()}})
-        expected[task] = task_exports[task][1].signatures["serving_default"](
+        expected[export] = loaded.signatures["serving_default"](
             **{name: tf.constant(value) for name, value in feed.items()})
     for job in jobs:
-        job["loader"] = "session"
-        job["outputs"] = str(tmp_path / f"{job['name']}.npz")
-    (tmp_path / "jobs.json").write_text(json.dumps(jobs))
+        job["loader"] = loader
+        job["outputs"] = str(tmp_path / f"{loader}_{job['name']}.npz")
+    return jobs, expected
 
-    result = subprocess.run([sys.executable, RUNNER, str(tmp_path / "jobs.json")],
+
+def check_in_a_fresh_process(python, jobs, expected, tmp_path):
+    """Runs `jobs` with `python` (fresh_process_runner.py) and compares their outputs with
+    `expected`: floats within 1e-5, the rest equal."""
+    (tmp_path / "jobs.json").write_text(json.dumps(jobs))
+    result = subprocess.run([python, RUNNER, str(tmp_path / "jobs.json")],
                             capture_output=True, text=True, timeout=900,
                             env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
     assert result.returncode == 0, result.stderr[-3000:]
@@ -109,6 +114,45 @@ def test_tf_servings_session_loader_runs_every_export(encoder_export_dir, task_e
             else:
                 np.testing.assert_array_equal(fresh[name], value,
                                               err_msg=f"{job['name']}: {name}")
+
+
+def test_tf_servings_session_loader_runs_every_export(encoder_export_dir, task_exports,
+                                                      tmp_path):
+    # TF Serving loads a SavedModel into a session (restore op, init ops) and fetches the
+    # signature's tensors. With the Keras variables tracked as they were, the restore filled
+    # copies and every signature failed with "Could not find variable classifier/bias", while
+    # tf.saved_model.load worked (see bert_tf/export/backing_variables.py).
+    exports = {task: (task, *task_exports[task][:2]) for task in task_exports}
+    check_in_a_fresh_process(sys.executable, *every_export_jobs(
+        encoder_export_dir, exports, tmp_path, "session"), tmp_path)
+
+
+def test_tensorflow_2_12_runs_every_export(encoder_export_dir, task_exports, vocab_file,
+                                           tmp_path):
+    # TF Serving 2.12-2.19 run TensorFlow 2.12's kernels with tensorflow-text 2.12.1: every
+    # export, through TF Serving's session loader and tf.saved_model.load, with its model run
+    # at once and one sequence at a time (model_slices' loop).
+    python = tensorflow_2_12_python()
+    version = subprocess.run([python, "-c", "import tensorflow as tf; print(tf.__version__)"],
+                             capture_output=True, text=True, timeout=300,
+                             env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}).stdout.split()
+    assert version and version[-1].startswith("2.12."), version
+    exports = {task: (task, *task_exports[task][:2]) for task in task_exports}
+    for task in task_exports:
+        path = write_version(str(tmp_path / f"{task}_sliced"), lambda d, task=task: (
+            export_task_model(d, task, task_exports[task][2], vocab_file, do_lower_case=True,
+                              seq_length=SEQ_LENGTH, max_tokens_per_call=1,
+                              **EXPORT_OPTIONS[task])))
+        exports[f"{task}_sliced"] = (task, path, tf.saved_model.load(path))
+    jobs, expected = [], {}
+    for loader in ("session", "load"):
+        loader_jobs, loader_expected = every_export_jobs(encoder_export_dir, exports, tmp_path,
+                                                         loader)
+        for job in loader_jobs:
+            expected[f"{loader}_{job['name']}"] = loader_expected[job["name"]]
+            job["name"] = f"{loader}_{job['name']}"
+        jobs += loader_jobs
+    check_in_a_fresh_process(python, jobs, expected, tmp_path)
 
 
 def test_graphs_need_only_core_ops_and_the_wordpiece_op(encoder_export_dir, task_exports):
