@@ -53,51 +53,42 @@ def test_a_fresh_process_with_only_tensorflow_runs_every_export(encoder_export_d
                      "inputs": {name: ["string", value] for name, value in feed.items()}})
         expected[task] = task_exports[task][1].signatures["serving_default"](
             **{name: tf.constant(value) for name, value in feed.items()})
-    for job in jobs:
-        job["outputs"] = str(tmp_path / f"{job['name']}.npz")
-    (tmp_path / "jobs.json").write_text(json.dumps(jobs))
-
-    result = subprocess.run([sys.executable, RUNNER, str(tmp_path / "jobs.json")],
-                            capture_output=True, text=True, timeout=900,
-                            env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
-    assert result.returncode == 0, result.stderr
-    for job in jobs:
-        fresh = np.load(job["outputs"])
-        assert sorted(fresh.files) == sorted(expected[job["name"]])
-        for name, value in expected[job["name"]].items():
-            np.testing.assert_array_equal(fresh[name], as_numpy(value),
-                                          err_msg=f"{job['name']}: {name}")
+    check_in_a_fresh_process(sys.executable, jobs, expected, tmp_path, float_atol=None)
 
 
-def every_export_jobs(encoder_export_dir, task_exports, tmp_path, loader):
-    """`(jobs, expected outputs)`: the encoder's `serving_default` and `mlm` and the
+def every_export_jobs(encoder_export_dir, task_exports, loaders):
+    """`(jobs, expected outputs by job name)`: the encoder's `serving_default` and `mlm` and the
     `serving_default` of each task export (`{name: (task, path, loaded)}`) on its task's FEEDS,
-    through `loader` ("session": TF Serving's, or "load": `tf.saved_model.load`)."""
+    once through each of `loaders` ("session": TF Serving's, "load": `tf.saved_model.load`)."""
     inputs = encoder_inputs([[2, 5, 6, 3], [2, 7, 8, 9, 3, 16, 3]], seq_length=9)
     mlm_inputs = {**inputs, "masked_lm_positions": tf.constant([[1, 2], [3, 5]])}
     encoder = tf.saved_model.load(encoder_export_dir)
-    jobs, expected = [], {}
+    calls, expected = [], {}
     for name, signature, feed in (("encoder", "serving_default", inputs),
                                   ("mlm", "mlm", mlm_inputs)):
-        jobs.append({"path": encoder_export_dir, "function": signature, "name": name,
-                     "inputs": {key: ["int32", value.numpy().tolist()]
-                                for key, value in feed.items()}})
+        calls.append({"path": encoder_export_dir, "function": signature, "name": name,
+                      "inputs": {key: ["int32", value.numpy().tolist()]
+                                 for key, value in feed.items()}})
         expected[name] = encoder.signatures[signature](**feed)
     for export, (task, path, loaded) in sorted(task_exports.items()):
         feed = FEEDS[task]
-        jobs.append({"path": path, "function": "serving_default", "name": export,
-                     "inputs": {name: ["string", value] for name, value in feed.items()}})
+        calls.append({"path": path, "function": "serving_default", "name": export,
+                      "inputs": {name: ["string", value] for name, value in feed.items()}})
         expected[export] = loaded.signatures["serving_default"](
             **{name: tf.constant(value) for name, value in feed.items()})
-    for job in jobs:
-        job["loader"] = loader
-        job["outputs"] = str(tmp_path / f"{loader}_{job['name']}.npz")
-    return jobs, expected
+    jobs, expected_by_job = [], {}
+    for loader in loaders:
+        for call in calls:
+            jobs.append({**call, "loader": loader, "name": f"{loader}_{call['name']}"})
+            expected_by_job[jobs[-1]["name"]] = expected[call["name"]]
+    return jobs, expected_by_job
 
 
-def check_in_a_fresh_process(python, jobs, expected, tmp_path):
+def check_in_a_fresh_process(python, jobs, expected, tmp_path, float_atol=1e-5):
     """Runs `jobs` with `python` (fresh_process_runner.py) and compares their outputs with
-    `expected`: floats within 1e-5, the rest equal."""
+    `expected` (by job name): floats within `float_atol`, everything equal when it is None."""
+    for job in jobs:
+        job["outputs"] = str(tmp_path / f"{job['name']}.npz")
     (tmp_path / "jobs.json").write_text(json.dumps(jobs))
     result = subprocess.run([python, RUNNER, str(tmp_path / "jobs.json")],
                             capture_output=True, text=True, timeout=900,
@@ -108,8 +99,8 @@ def check_in_a_fresh_process(python, jobs, expected, tmp_path):
         assert sorted(fresh.files) == sorted(expected[job["name"]])
         for name, value in expected[job["name"]].items():
             value = as_numpy(value)
-            if value.dtype.kind == "f":
-                np.testing.assert_allclose(fresh[name], value, atol=1e-5,
+            if value.dtype.kind == "f" and float_atol is not None:
+                np.testing.assert_allclose(fresh[name], value, atol=float_atol,
                                            err_msg=f"{job['name']}: {name}")
             else:
                 np.testing.assert_array_equal(fresh[name], value,
@@ -124,7 +115,7 @@ def test_tf_servings_session_loader_runs_every_export(encoder_export_dir, task_e
     # tf.saved_model.load worked (see bert_tf/export/backing_variables.py).
     exports = {task: (task, *task_exports[task][:2]) for task in task_exports}
     check_in_a_fresh_process(sys.executable, *every_export_jobs(
-        encoder_export_dir, exports, tmp_path, "session"), tmp_path)
+        encoder_export_dir, exports, ["session"]), tmp_path)
 
 
 def test_tensorflow_2_12_runs_every_export(encoder_export_dir, task_exports, vocab_file,
@@ -144,15 +135,8 @@ def test_tensorflow_2_12_runs_every_export(encoder_export_dir, task_exports, voc
                               seq_length=SEQ_LENGTH, max_tokens_per_call=1,
                               **EXPORT_OPTIONS[task])))
         exports[f"{task}_sliced"] = (task, path, tf.saved_model.load(path))
-    jobs, expected = [], {}
-    for loader in ("session", "load"):
-        loader_jobs, loader_expected = every_export_jobs(encoder_export_dir, exports, tmp_path,
-                                                         loader)
-        for job in loader_jobs:
-            expected[f"{loader}_{job['name']}"] = loader_expected[job["name"]]
-            job["name"] = f"{loader}_{job['name']}"
-        jobs += loader_jobs
-    check_in_a_fresh_process(python, jobs, expected, tmp_path)
+    check_in_a_fresh_process(python, *every_export_jobs(encoder_export_dir, exports,
+                                                        ["session", "load"]), tmp_path)
 
 
 def test_graphs_need_only_core_ops_and_the_wordpiece_op(encoder_export_dir, task_exports):

@@ -58,6 +58,8 @@ _MNLI_FILES = {"train": "train.tsv",
                "validation_matched": "dev_matched.tsv",
                "validation_mismatched": "dev_mismatched.tsv",
                "test_matched": "test_matched.tsv", "test_mismatched": "test_mismatched.tsv"}
+# What `prepare_local` prepares: GLUE's configs, SQuAD's two versions, CoNLL-2003 and HellaSwag.
+_LOCAL_DATASETS = ("glue/<config>", "squad/v1.1", "squad/v2.0", "conll2003", "hellaswag")
 # Seconds between progress lines while a split is read: SST-2's 67,349 examples take about 6 s
 # and log none; MNLI's 392,702 or SQuAD v1.1's 87,599 training examples log a few.
 _PROGRESS_SECONDS = 10
@@ -216,7 +218,7 @@ def prepares_locally(tfds_name):
         >>> prepares_locally("glue/sst2"), prepares_locally("c4/en")
         (True, False)
     """
-    return tfds_name.partition("/")[0] in ("glue", "squad", "conll2003", "hellaswag")
+    return tfds_name.partition("/")[0] in {name.partition("/")[0] for name in _LOCAL_DATASETS}
 
 
 def _builder_and_files(tfds_name, source_dir):
@@ -240,8 +242,8 @@ def _builder_and_files(tfds_name, source_dir):
         files = {split: f"hellaswag_{part}.jsonl" for split, part in
                  (("train", "train"), ("validation", "val"), ("test", "test"))}
         return LocalHellaswag, None, _present_splits(source_dir, files, tfds_name)
-    raise LocalSourceError(f"{tfds_name}: no local preparation for it; known: glue/<config>, "
-                           f"squad/v1.1, squad/v2.0, conll2003, hellaswag")
+    raise LocalSourceError(f"{tfds_name}: no local preparation for it; known: "
+                           f"{', '.join(_LOCAL_DATASETS)}")
 
 
 def prepare_local(tfds_name, source_dir, data_dir, max_examples_per_split=None):
@@ -291,8 +293,7 @@ def _problem(error):
 
 
 def define_flags():
-    flags.DEFINE_string("tfds_name", None, "The catalog dataset: glue/<config>, squad/v1.1, "
-                        "squad/v2.0, conll2003 or hellaswag.")
+    flags.DEFINE_string("tfds_name", None, f"The catalog dataset: {', '.join(_LOCAL_DATASETS)}.")
     flags.DEFINE_string("source_dir", None, "Directory of the dataset's source files.")
     flags.DEFINE_string("data_dir", "~/tensorflow_datasets", "The TFDS data dir to prepare it "
                         "in (the --tfds_data_dir of the tools).")
