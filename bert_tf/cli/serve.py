@@ -37,9 +37,11 @@ def define_flags():
                          upper_bound=65535)
     flags.DEFINE_integer("rest_api_port", 8501, "REST port; 0 turns the REST API off, as in "
                          "tensorflow_model_server.", lower_bound=0, upper_bound=65535)
-    flags.DEFINE_integer("max_batch_size", 32, "Most sequences one model call runs: a request's "
-                         "rows, or the strings of an input when more (rows x choices); a request "
-                         "with more is refused.", lower_bound=1)
+    flags.DEFINE_integer("max_batch_size", 32, "Most sequences one batch runs: a request's "
+                         "rows, or the strings of an input when more (rows x choices; a SQuAD "
+                         "question counts its export's max_windows); a request with more is "
+                         "refused, except that this package's task exports, which run in slices, "
+                         "take up to this many strings.", lower_bound=1)
     flags.DEFINE_integer("batch_timeout_micros", 2000, "Longest a request waits for others to "
                          "share its batch.", lower_bound=0)
     flags.DEFINE_integer("num_batch_threads", 1, "Batches run at once; a batch that closes while "

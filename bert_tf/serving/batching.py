@@ -12,7 +12,11 @@ bound what a request claims. A multiple-choice request of 2 rows of 4 `choices` 
 1 to 9.3 GB). A model whose strings each make up to `sequences_per_string` sequences (a SQuAD
 export reads a context in up to `max_windows` windows) counts each string that many times: 32
 questions about 3000-word contexts, counted as 32, ran 512 sequences in one call. A request of
-more than `max_batch_size` sequences, or with an empty input, is refused before it is queued.
+more than `max_batch_size` sequences, or with an empty input, is refused before it is queued;
+for a model that runs its sequences in slices of bounded memory (`runs_in_slices`: this
+package's task exports, `bert_tf.export.model_slices`) only its strings are held to
+`max_batch_size`, and a request of more sequences than a batch holds runs in a batch of its
+own: 3 SQuAD questions of up to 16 windows each are served, not refused at 32.
 
 `num_batch_threads` batches run at once; when a batch closes while other batch threads are idle,
 its requests are shared out among them (see `BatchingQueue`).
@@ -74,7 +78,7 @@ class BatchingQueue:
     """
 
     def __init__(self, run_batch, max_batch_size, batch_timeout_micros, num_batch_threads=1,
-                 name="batching", sequences_per_string=1):
+                 name="batching", sequences_per_string=1, runs_in_slices=False):
         if max_batch_size < 1:
             raise ValueError(f"max_batch_size must be at least 1, got {max_batch_size}")
         if batch_timeout_micros < 0:
@@ -83,6 +87,7 @@ class BatchingQueue:
             raise ValueError(f"num_batch_threads must be at least 1, got {num_batch_threads}")
         self.max_batch_size = max_batch_size
         self.sequences_per_string = sequences_per_string
+        self.runs_in_slices = runs_in_slices
         self._run_batch = run_batch
         self._timeout = batch_timeout_micros / 1e6
         self._pending = collections.deque()
@@ -101,7 +106,8 @@ class BatchingQueue:
 
         Raises INVALID_ARGUMENT unless every input has the same dimension 0 (what batches are
         merged and split along) and at least one value, and the request makes at most
-        `max_batch_size` sequences (see the module docstring).
+        `max_batch_size` sequences (strings, when the model `runs_in_slices`: see the module
+        docstring).
         """
         task = _Task(inputs, *self._rows_and_size(inputs))
         with self._condition:
@@ -149,7 +155,8 @@ class BatchingQueue:
         strings, name = max(((array.size, name) for name, array in inputs.items()
                              if array.dtype.kind in "OSU"), default=(None, None))
         size = count if strings is None else strings * self.sequences_per_string
-        if size > self.max_batch_size:
+        if size > self.max_batch_size and not (self.runs_in_slices
+                                               and strings <= self.max_batch_size):
             per_string = ("a sequence per string" if self.sequences_per_string == 1 else
                           f"up to {self.sequences_per_string} sequences per string ({size})")
             raise ServingError(

@@ -38,13 +38,15 @@ class Servable:
         self.signature_def_map = _read_signature_defs(path)
         self._loaded = tf.saved_model.load(path)
         # What a string of a request can cost: several sequences for a SQuAD export (its
-        # windows, `bert_tf.export.task_export`), one for any other model.
+        # windows, `bert_tf.export.task_export`), one for any other model; this package's task
+        # exports run them in slices of bounded memory (their variable `max_tokens_per_call`).
         sequences_per_string = getattr(self._loaded, "sequences_per_string", None)
         sequences_per_string = (1 if sequences_per_string is None
                                 else int(sequences_per_string.numpy()))
+        runs_in_slices = hasattr(self._loaded, "max_tokens_per_call")
         self._signatures = {
             name: ServingSignature(name, function, max_batch_size, batch_timeout_micros,
-                                   num_batch_threads, sequences_per_string)
+                                   num_batch_threads, sequences_per_string, runs_in_slices)
             for name, function in self._loaded.signatures.items()}
         self._users = 0
         self._idle = threading.Condition()

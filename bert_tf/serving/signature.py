@@ -31,17 +31,19 @@ class ServingSignature:
     """Checks request tensors against a signature's inputs and runs it through a batching queue.
 
     `input_specs` maps each input name to its `tf.TensorSpec`; `output_names` lists the outputs.
+    `sequences_per_string` and `runs_in_slices` say what a request costs (`BatchingQueue`).
     """
 
     def __init__(self, name, function, max_batch_size, batch_timeout_micros,
-                 num_batch_threads, sequences_per_string=1):
+                 num_batch_threads, sequences_per_string=1, runs_in_slices=False):
         self.name = name
         self.input_specs = dict(function.structured_input_signature[1])
         self.output_names = sorted(function.structured_outputs)
         self._function = function
         self._queue = BatchingQueue(self._call, max_batch_size, batch_timeout_micros,
                                     num_batch_threads, name=f"batching[{name}]",
-                                    sequences_per_string=sequences_per_string)
+                                    sequences_per_string=sequences_per_string,
+                                    runs_in_slices=runs_in_slices)
 
     def run(self, inputs, output_filter=()):
         """Runs the signature on `inputs` (name -> numpy array) and returns name -> array for

@@ -214,9 +214,12 @@ def test_a_huge_context_costs_max_windows_windows(serving, vocab_file):
         np.testing.assert_array_equal(long[name], short[name], err_msg=name)
 
 
-def test_the_server_counts_a_context_as_its_windows(squad_model, vocab_file, tmp_path):
-    """The export says what a string can cost (`sequences_per_string` = max_windows, 8 here):
-    the server refuses a request whose contexts could make more sequences than a call runs."""
+def test_the_server_takes_a_batch_of_questions_whatever_their_windows(squad_model, vocab_file,
+                                                                     tmp_path):
+    """The export says what a string can cost (`sequences_per_string` = max_windows, 8 here) and
+    runs its windows in slices (`max_tokens_per_call`): the server takes 3 questions, up to 24
+    windows, at a --max_batch_size of 16 (it refused them before the slices), and refuses more
+    questions than that."""
     from bert_tf.serving import ServingError
     from bert_tf.serving.servable import Servable
 
@@ -226,9 +229,10 @@ def test_the_server_counts_a_context_as_its_windows(squad_model, vocab_file, tmp
     try:
         signature = servable.signature("serving_default")
         texts = np.array(["what?", "who?", "why?"], object)
-        assert signature.run({"question": texts[:2], "context": texts[:2]})["answer"].shape == (2,)
-        with pytest.raises(ServingError, match=r"holds 3 strings .* up to 8 sequences per string"):
-            signature.run({"question": texts, "context": texts})
+        assert signature.run({"question": texts, "context": texts})["answer"].shape == (3,)
+        many = np.array(["what?"] * 17, object)
+        with pytest.raises(ServingError, match=r"^Batch of 17 rows is larger than the maximum"):
+            signature.run({"question": many, "context": many})
     finally:
         servable.unload()
 

@@ -172,6 +172,39 @@ def test_strings_of_several_sequences_each_count_as_many():
     assert sorted(model_rows) == [1, 2]
 
 
+def test_a_model_in_slices_takes_as_many_strings_as_a_batch_and_runs_a_large_request_alone():
+    # This package's SQuAD export runs its windows in slices of bounded memory: 3 questions of
+    # up to 4 windows each (12) are served, in a batch of their own, while single questions
+    # still share batches of up to 8 sequences; more strings than a batch holds are refused.
+    model_rows = []
+
+    def answer(inputs):
+        model_rows.append(len(inputs["context"]))
+        time.sleep(0.05)
+        return {"n": np.arange(len(inputs["context"]))}
+
+    queue = BatchingQueue(answer, max_batch_size=8, batch_timeout_micros=200_000,
+                          sequences_per_string=4, runs_in_slices=True)
+    large = {"question": np.full([3], "q", object), "context": np.full([3], "c", object)}
+    small = [{"question": np.full([1], "q", object), "context": np.full([1], "c", object)}
+             for _ in range(2)]
+    results = submit_concurrently_then_close(queue, [large, *small])
+    assert results[0]["n"].tolist() == [0, 1, 2]
+    assert sorted(result["n"].tolist() for result in results[1:]) == [[0], [1]]
+    assert sorted(model_rows) == [2, 3]
+
+    queue = BatchingQueue(answer, max_batch_size=8, batch_timeout_micros=0,
+                          sequences_per_string=4, runs_in_slices=True)
+    try:
+        with pytest.raises(ServingError) as raised:
+            queue.submit({"question": np.full([9], "q", object),
+                          "context": np.full([9], "c", object)})
+    finally:
+        queue.close()
+    assert raised.value.code == grpc.StatusCode.INVALID_ARGUMENT
+    assert raised.value.message.startswith("Batch of 9 rows is larger than the maximum batch size 8")
+
+
 def test_outputs_without_the_batch_dimension_are_reported():
     queue = BatchingQueue(lambda inputs: {"total": inputs["x"].sum()}, max_batch_size=8,
                           batch_timeout_micros=0)

@@ -1,7 +1,8 @@
 """A squad export served by tools/serve.py in its own process, as a user runs it: REST and gRPC
-answer a question about a context as the SavedModel does in process, and a request whose
-contexts could make more sequences than one call runs (the export's windows per context, the
-server's --max_batch_size) is refused, in words naming both."""
+answer a question about a context as the SavedModel does in process, also in a request whose
+contexts could make more sequences than a batch holds (the export's windows per context, the
+server's --max_batch_size: the export runs them in slices), and a request of more questions than
+--max_batch_size is refused in words naming it."""
 
 import http.client
 import json
@@ -19,7 +20,7 @@ from tests.export.task_examples import EXPORT_OPTIONS, SEQ_LENGTH, new_task_mode
 from tests.export.tiny_models import write_vocab
 from tests.serving.serve_process import free_port
 
-# A context costs MAX_WINDOWS sequences: a call of MAX_BATCH_SIZE takes two.
+# A context costs MAX_WINDOWS sequences: a batch of MAX_BATCH_SIZE merges two questions.
 MAX_WINDOWS = 2
 MAX_BATCH_SIZE = 4
 # The first context needs both windows (14 tokens, 10 beside the question, 4 apart); the model of
@@ -64,12 +65,14 @@ def grpc_predict(port, questions, contexts):
     return {name: tf.make_ndarray(tensor) for name, tensor in response.outputs.items()}
 
 
-def test_the_server_answers_as_the_export_and_refuses_more_windows_than_a_call(
+def test_the_server_answers_as_the_export_more_windows_than_a_batch_too(
         serve_process, squad_base_path):
-    expected = {name: value.numpy() for name, value in tf.saved_model.load(
-        f"{squad_base_path}/1").signatures["serving_default"](
-            question=tf.constant(QUESTIONS), context=tf.constant(CONTEXTS)).items()}
+    serve = tf.saved_model.load(f"{squad_base_path}/1").signatures["serving_default"]
+    expected = {name: value.numpy() for name, value in serve(
+        question=tf.constant(QUESTIONS), context=tf.constant(CONTEXTS)).items()}
     assert expected["window"].tolist() == [1, 0]
+    three = {"question": ["what film?", "what?", "is it good?"], "context": [CONTEXTS[0]] * 3}
+    expected_three = serve(**{name: tf.constant(texts) for name, texts in three.items()})
     rest_port = free_port()
     process = serve_process(f"--model_base_path={squad_base_path}", "--port=0",
                             f"--rest_api_port={rest_port}", f"--max_batch_size={MAX_BATCH_SIZE}",
@@ -91,13 +94,19 @@ def test_the_server_answers_as_the_export_and_refuses_more_windows_than_a_call(
     for name in ANSWER:
         np.testing.assert_array_equal(outputs[name], expected[name], err_msg=name)
 
-    # Three: up to 6 sequences, more than a call runs, whatever the contexts' lengths.
-    refusal = ("Input 'question' holds 3 strings (shape [3]): the model runs up to 2 sequences "
-               "per string (6), at most 4 in one call (--max_batch_size); split the request.")
-    status, body = rest_predict(rest_port, [{"question": "what?", "context": "a film"}] * 3)
+    # Three questions of two windows each: 6 sequences, more than a batch of 4 holds; the
+    # export runs them in slices, so the server takes them (it refused them before the slices).
+    outputs = grpc_predict(ready["port"], three["question"], three["context"])
+    for name in ANSWER:
+        np.testing.assert_array_equal(outputs[name], expected_three[name].numpy(), err_msg=name)
+
+    # Five questions: more rows than --max_batch_size.
+    refusal = ("Batch of 5 rows is larger than the maximum batch size 4 (--max_batch_size); "
+               "split the request.")
+    status, body = rest_predict(rest_port, [{"question": "what?", "context": "a film"}] * 5)
     assert (status, body) == (400, {"error": refusal})
     with pytest.raises(grpc.RpcError) as raised:
-        grpc_predict(ready["port"], ["what?"] * 3, ["a film"] * 3)
+        grpc_predict(ready["port"], ["what?"] * 5, ["a film"] * 5)
     assert (raised.value.code(), raised.value.details()) == (
         grpc.StatusCode.INVALID_ARGUMENT, refusal)
 
