@@ -14,6 +14,7 @@ import errno
 import fnmatch
 import os
 import shutil
+import tempfile
 
 
 def is_remote(path):
@@ -100,7 +101,8 @@ def unwritable_path(directory, names=()):
     entry of it whose name matches one of `names` (shell patterns, e.g. "predictions*.tsv"),
     which the job writes again in place; None when it can write them all, or the path is
     remote (its filesystem answers when written). Read-only files, directories and file
-    systems, and root's immutable files (`chattr +i`), all count.
+    systems, root's immutable files (`chattr +i`) and directories where nothing can be made
+    (/proc, /sys: their permission bits let root write) all count.
 
     Example:
         >>> unwritable_path("run", ["eval_results.json"])   # after chmod a-w run/eval_results.json
@@ -109,7 +111,7 @@ def unwritable_path(directory, names=()):
     if is_remote(directory):
         return None
     existing = _nearest_existing(directory) or os.curdir
-    if not os.access(existing, os.W_OK | os.X_OK):
+    if not os.access(existing, os.W_OK | os.X_OK) or not _can_make_entries(existing):
         return existing
     if existing != directory:
         return None  # nothing in it yet
@@ -119,6 +121,17 @@ def unwritable_path(directory, names=()):
                 and not os.access(path, os.W_OK | (os.X_OK if os.path.isdir(path) else 0))):
             return path
     return None
+
+
+def _can_make_entries(directory):
+    """Whether a directory can be made in `directory`, tried and removed at once: `os.access`
+    reads permission bits, which root passes on pseudo file systems too (/proc/foo: "No such
+    file or directory" when made)."""
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".bert_tf-probe-", dir=directory))
+    except OSError:
+        return False
+    return True
 
 
 def file_kind(path):

@@ -94,6 +94,9 @@ def test_the_path_a_job_cannot_write(tmp_path):
         assert unwritable_path(str(run / "new" / "deeper"), names) == str(run)  # made in it
     assert unwritable_path(str(tmp_path / "new"), names) is None
     assert unwritable_path("gs://bucket/run", names) is None
+    assert os.listdir(tmp_path) == ["run"]  # what was tried to tell is gone
+    # Nothing can be made in /proc, whose permission bits let root write.
+    assert unwritable_path("/proc/bert_tf_models", names) == "/proc"
 
 
 def test_a_file_is_replaced_whole_or_not_at_all(tmp_path):
