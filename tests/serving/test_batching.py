@@ -53,6 +53,16 @@ def submit_concurrently_then_close(queue, requests):
         queue.close()
 
 
+def submit_refused_then_close(queue, inputs):
+    """The `ServingError` that submitting `inputs` raises; the queue is closed afterwards."""
+    try:
+        with pytest.raises(ServingError) as raised:
+            queue.submit(inputs)
+    finally:
+        queue.close()
+    return raised.value
+
+
 def assert_each_got_its_rows(requests, results):
     """Each caller got `RecordingModel`'s answer to exactly its own rows."""
     for request, result in zip(requests, results, strict=True):
@@ -120,13 +130,9 @@ def test_one_bad_request_does_not_fail_the_requests_batched_with_it():
 def test_requests_that_cannot_be_batched_are_invalid_arguments(inputs, message):
     model = RecordingModel()
     queue = BatchingQueue(model, max_batch_size=8, batch_timeout_micros=0)
-    try:
-        with pytest.raises(ServingError) as raised:
-            queue.submit(inputs)
-    finally:
-        queue.close()
-    assert raised.value.code == grpc.StatusCode.INVALID_ARGUMENT
-    assert message in raised.value.message
+    error = submit_refused_then_close(queue, inputs)
+    assert error.code == grpc.StatusCode.INVALID_ARGUMENT
+    assert message in error.message
     assert model.batch_sizes == []
 
 
@@ -156,13 +162,9 @@ def test_strings_of_several_sequences_each_count_as_many():
 
     queue = BatchingQueue(answer, max_batch_size=8, batch_timeout_micros=500_000,
                           sequences_per_string=4)
-    try:
-        with pytest.raises(ServingError) as raised:
-            queue.submit({"question": np.full([3], "q", object),
-                          "context": np.full([3], "c", object)})
-    finally:
-        queue.close()
-    assert raised.value.message.startswith(
+    error = submit_refused_then_close(queue, {"question": np.full([3], "q", object),
+                                              "context": np.full([3], "c", object)})
+    assert error.message.startswith(
         "Input 'question' holds 3 strings (shape [3]): the model runs up to 4 sequences per "
         "string (12), at most 8 in one call (--max_batch_size)")
     queue = BatchingQueue(answer, max_batch_size=8, batch_timeout_micros=500_000,
@@ -195,26 +197,18 @@ def test_a_model_in_slices_takes_as_many_strings_as_a_batch_and_runs_a_large_req
 
     queue = BatchingQueue(answer, max_batch_size=8, batch_timeout_micros=0,
                           sequences_per_string=4, runs_in_slices=True)
-    try:
-        with pytest.raises(ServingError) as raised:
-            queue.submit({"question": np.full([9], "q", object),
-                          "context": np.full([9], "c", object)})
-    finally:
-        queue.close()
-    assert raised.value.code == grpc.StatusCode.INVALID_ARGUMENT
-    assert raised.value.message.startswith("Batch of 9 rows is larger than the maximum batch size 8")
+    error = submit_refused_then_close(queue, {"question": np.full([9], "q", object),
+                                              "context": np.full([9], "c", object)})
+    assert error.code == grpc.StatusCode.INVALID_ARGUMENT
+    assert error.message.startswith("Batch of 9 rows is larger than the maximum batch size 8")
 
 
 def test_outputs_without_the_batch_dimension_are_reported():
     queue = BatchingQueue(lambda inputs: {"total": inputs["x"].sum()}, max_batch_size=8,
                           batch_timeout_micros=0)
-    try:
-        with pytest.raises(ServingError) as raised:
-            queue.submit({"x": np.ones([2])})
-    finally:
-        queue.close()
-    assert raised.value.code == grpc.StatusCode.FAILED_PRECONDITION
-    assert "Output 'total' has shape [] for a batch of 2 rows" in raised.value.message
+    error = submit_refused_then_close(queue, {"x": np.ones([2])})
+    assert error.code == grpc.StatusCode.FAILED_PRECONDITION
+    assert "Output 'total' has shape [] for a batch of 2 rows" in error.message
 
 
 def test_a_failing_model_gets_an_internal_error_not_a_hang():
@@ -222,13 +216,9 @@ def test_a_failing_model_gets_an_internal_error_not_a_hang():
         raise RuntimeError("boom")
 
     queue = BatchingQueue(broken, max_batch_size=4, batch_timeout_micros=0)
-    try:
-        with pytest.raises(ServingError) as raised:
-            queue.submit({"x": np.ones([1])})
-    finally:
-        queue.close()
-    assert raised.value.code == grpc.StatusCode.INTERNAL
-    assert raised.value.message == "RuntimeError: boom"
+    error = submit_refused_then_close(queue, {"x": np.ones([1])})
+    assert error.code == grpc.StatusCode.INTERNAL
+    assert error.message == "RuntimeError: boom"
 
 
 @pytest.mark.parametrize("num_batch_threads", [1, 3])
