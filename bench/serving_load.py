@@ -25,25 +25,21 @@ Example:
     python bench/serving_load.py --model_base_path=/tmp/export/sst2 --texts_tsv=SST-2/dev.tsv
 """
 
-import base64
 import concurrent.futures
-import http.client
 import json
 import os
-import queue
 import re
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
-import threading
 import time
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO_ROOT)
 
 from absl import app, flags  # noqa: E402
+from serve_subprocess import (GrpcClient, RestClient, Server,  # noqa: E402
+                              process_memory_bytes)
 
 flags.DEFINE_string("model_base_path", None, "TF Serving layout <base>/<version>/saved_model.pb "
                     "of a text classifier; default: build the stand-in in a temporary directory.")
@@ -69,8 +65,6 @@ flags.DEFINE_string("texts_tsv", None, "A TSV with a header whose `sentence` col
 flags.DEFINE_string("output_json", None, "Also write the results here.")
 FLAGS = flags.FLAGS
 
-CALL_TIMEOUT = 120
-STARTUP_SECONDS = 300
 WORDS = ("the film is a quiet and moving portrait of grief that never quite earns its long "
          "running time but the lead performance is remarkable and the score lingers").split()
 MALFORMED_KINDS = ("wrong input name", "wrong dtype", "empty batch", "oversized batch",
@@ -168,114 +162,11 @@ def percentile(values, q):
     return ordered[min(len(ordered) - 1, int(round(q / 100 * (len(ordered) - 1))))]
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def batching_flags(**overrides):
     """tools/serve.py's batching and thread-pool flags: this run's, or `overrides`' values."""
     return [f"--{name}={overrides.get(name, FLAGS[name].value)}" for name in (
         "max_batch_size", "batch_timeout_micros", "num_batch_threads",
         "tensorflow_intra_op_parallelism")]
-
-
-class Server:
-    """tools/serve.py in a subprocess, found through its ready line."""
-
-    READY = re.compile(r"gRPC at 127\.0\.0\.1:(\d+), REST at http://127\.0\.0\.1:(\d+)")
-
-    def __init__(self, base_path, model_name, batching_flags):
-        rest_port = free_port()
-        self.process = subprocess.Popen(
-            [sys.executable, os.path.join(REPO_ROOT, "tools", "serve.py"),
-             f"--model_base_path={base_path}", f"--model_name={model_name}", "--port=0",
-             f"--rest_api_port={rest_port}", *batching_flags,
-             "--file_system_poll_wait_seconds=0"],
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-            env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
-        lines = queue.Queue()
-        threading.Thread(target=lambda: [lines.put(line) for line in self.process.stdout],
-                         daemon=True).start()
-        deadline = time.monotonic() + STARTUP_SECONDS
-        while True:
-            line = lines.get(timeout=max(1.0, deadline - time.monotonic()))
-            match = self.READY.search(line)
-            if match:
-                self.port, self.rest_port = int(match[1]), int(match[2])
-                return
-
-    def stop(self):
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait(timeout=30)
-
-
-class GrpcClient:
-    """Predict over the official stubs; returns (outputs, None) or (None, status name)."""
-
-    def __init__(self, port, model_name):
-        import grpc
-        from tensorflow_serving.apis import predict_pb2, prediction_service_pb2_grpc
-        self._grpc, self._predict_pb2 = grpc, predict_pb2
-        self._channel = grpc.insecure_channel(f"127.0.0.1:{port}")
-        self._stub = prediction_service_pb2_grpc.PredictionServiceStub(self._channel)
-        self.model_name = model_name
-
-    def predict(self, inputs, model_name=None, version=None):
-        import tensorflow as tf
-        request = self._predict_pb2.PredictRequest()
-        request.model_spec.name = model_name or self.model_name
-        if version is not None:
-            request.model_spec.version.value = version
-        for name, value in inputs.items():
-            request.inputs[name].CopyFrom(tf.make_tensor_proto(value))
-        try:
-            response = self._stub.Predict(request, timeout=CALL_TIMEOUT)
-        except self._grpc.RpcError as error:
-            return None, error.code().name
-        return {name: tf.make_ndarray(proto) for name, proto in response.outputs.items()}, None
-
-    def close(self):
-        self._channel.close()
-
-
-class RestClient:
-    """POST :predict in row format over one kept-alive connection; same results as GrpcClient."""
-
-    STATUS_NAMES = {400: "INVALID_ARGUMENT", 404: "NOT_FOUND"}
-
-    def __init__(self, port, model_name):
-        self._connection = http.client.HTTPConnection("127.0.0.1", port, timeout=CALL_TIMEOUT)
-        self.model_name = model_name
-
-    def predict(self, inputs, model_name=None, version=None):
-        import numpy as np
-        path = f"/v1/models/{model_name or self.model_name}"
-        path += f"/versions/{version}:predict" if version is not None else ":predict"
-        ((name, value),) = inputs.items()
-        rows = [_json_value(v) for v in np.asarray(value, dtype=object).tolist()]
-        self._connection.request("POST", path, body=json.dumps({"instances": [
-            {name: row} for row in rows]} if name != "text" else {"instances": rows}))
-        response = self._connection.getresponse()
-        body = json.loads(response.read())
-        if response.status != 200:
-            return None, self.STATUS_NAMES.get(response.status, f"HTTP {response.status}")
-        predictions = body["predictions"]
-        return {key: np.array([row[key] for row in predictions]) for key in predictions[0]}, None
-
-    def close(self):
-        self._connection.close()
-
-
-def _json_value(value):
-    if isinstance(value, bytes):
-        return {"b64": base64.b64encode(value).decode()}
-    return value
 
 
 def malformed_request(kind, text, max_batch_size):
@@ -353,11 +244,6 @@ def _matches(outputs, expected):
             and int(np.asarray(outputs["label"])[0]) == int(np.argmax(probabilities[0])))
 
 
-def rss_bytes(pid):
-    with open(f"/proc/{pid}/status") as f:
-        return int(re.search(r"VmRSS:\s+(\d+) kB", f.read())[1]) * 1024
-
-
 def big_texts(client_factory, server_pid, text):
     """Sends `--big_text_clients` concurrent requests of one big text each; returns the
     server's RSS growth, their statuses, and whether `text` then gets its earlier answer."""
@@ -368,7 +254,7 @@ def big_texts(client_factory, server_pid, text):
     words = " ".join(WORDS) + " "
     big = (words * (FLAGS.big_text_megabytes * 2**20 // len(words) + 1))[
         :FLAGS.big_text_megabytes * 2**20]
-    rss_before = rss_bytes(server_pid)
+    rss_before = process_memory_bytes(server_pid, "VmRSS")
 
     def one(_):
         outputs, status = client_factory().predict({"text": [big]})
@@ -376,7 +262,7 @@ def big_texts(client_factory, server_pid, text):
 
     with concurrent.futures.ThreadPoolExecutor(FLAGS.big_text_clients) as pool:
         statuses = list(pool.map(one, range(FLAGS.big_text_clients)))
-    rss_after = rss_bytes(server_pid)
+    rss_after = process_memory_bytes(server_pid, "VmRSS")
     after_answer, _ = client.predict({"text": [text]})
     client.close()
     return {"big_text_requests": FLAGS.big_text_clients,

@@ -8,10 +8,13 @@ slices); then, per export in a fresh process: loads it, answers one short questi
 the growth measured is the request's, not the loading's), then `--questions` questions about
 contexts of `--context_words` words of a Gutenberg book (up to `max_windows`, 16, windows
 each), and prints the process's peak resident memory before and after that request and how
-long it took.
+long it took. With `--through_server` the request goes over gRPC to `tools/serve.py` (at its
+defaults: --max_batch_size 32) serving the export, and the memory is the server's.
 
 Example:
     python bench/serving_memory.py --text_file=gutenberg/austen-emma.txt --questions=32
+    python bench/serving_memory.py --text_file=gutenberg/austen-emma.txt --through_server \
+        --max_tokens_per_call=4096
 """
 
 import json
@@ -30,6 +33,7 @@ from absl import app, flags  # noqa: E402
 from absl import logging as absl_logging  # noqa: E402
 
 from benchmarking import cpu_description, machine_load  # noqa: E402
+from serve_subprocess import GrpcClient, Server, process_memory_bytes  # noqa: E402
 
 flags.DEFINE_string("text_file", None, "A long text (UTF-8 or latin-1): the contexts are its "
                     "first --questions x --context_words words.")
@@ -38,6 +42,8 @@ flags.DEFINE_integer("context_words", 3000, "Words per context (3000: MiniLM's 1
                      "384).")
 flags.DEFINE_integer("seq_length", 384, "The export's seq_length.")
 flags.DEFINE_list("max_tokens_per_call", ["4096", "1000000000"], "One export per value.")
+flags.DEFINE_boolean("through_server", False, "Send the request to tools/serve.py serving the "
+                     "export, over gRPC, and read the server's memory.")
 flags.DEFINE_string("export_dir", None, "Where to write the exports (default: a temporary "
                     "directory, removed after).")
 flags.DEFINE_string("measure", None, "Internal: the export to measure in this process.")
@@ -73,11 +79,8 @@ def peak_mb():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def measure(path):
-    """One JSON line: peak RSS before and after the request, and its seconds."""
-    import tensorflow as tf
-    import tensorflow_text  # noqa: F401
-
+def contexts():
+    """`--questions` contexts of `--context_words` words of `--text_file`."""
     with open(FLAGS.text_file, "rb") as f:
         raw = f.read()
     try:
@@ -85,15 +88,56 @@ def measure(path):
     except UnicodeDecodeError:
         words = raw.decode("latin-1").split()
     size = FLAGS.context_words
-    contexts = [" ".join(words[i * size:(i + 1) * size]) for i in range(FLAGS.questions)]
+    return [" ".join(words[i * size:(i + 1) * size]) for i in range(FLAGS.questions)]
+
+
+def measure(path):
+    """One JSON line: peak RSS before and after the request, and its seconds."""
+    import tensorflow as tf
+    import tensorflow_text  # noqa: F401
+
+    texts = contexts()
     serving = tf.saved_model.load(path).signatures["serving_default"]
     serving(question=tf.constant(["who is it?"]), context=tf.constant(["it is me."]))
     before = peak_mb()
     start = time.perf_counter()
-    serving(question=tf.constant(["who is it?"] * len(contexts)), context=tf.constant(contexts))
+    serving(question=tf.constant(["who is it?"] * len(texts)), context=tf.constant(texts))
     seconds = time.perf_counter() - start
     print(json.dumps({"peak_mb_before": round(before), "peak_mb_after": round(peak_mb()),
                       "seconds": round(seconds, 1)}))
+
+
+def measure_served(path):
+    """`measure`'s result for the same request sent over gRPC to tools/serve.py serving `path`
+    as version 1: the memory is the server's."""
+    import numpy as np
+
+    texts = contexts()
+    with tempfile.TemporaryDirectory() as base:
+        os.symlink(os.path.abspath(path), os.path.join(base, "1"))
+        server = Server(base, "squad", [])
+        client = GrpcClient(server.port, "squad", timeout=3600)
+
+        def ask(questions, context_texts):
+            _, status = client.predict({"question": np.array(questions, object),
+                                        "context": np.array(context_texts, object)})
+            if status:
+                raise RuntimeError(f"tools/serve.py answered {status}")
+
+        def server_peak_mb():
+            return round(process_memory_bytes(server.process.pid, "VmHWM") / 2**20)
+
+        try:
+            ask(["who is it?"], ["it is me."])
+            before = server_peak_mb()
+            start = time.perf_counter()
+            ask(["who is it?"] * len(texts), texts)
+            seconds = time.perf_counter() - start
+            return {"peak_mb_before": before, "peak_mb_after": server_peak_mb(),
+                    "seconds": round(seconds, 1)}
+        finally:
+            client.close()
+            server.stop()
 
 
 def main(argv):
@@ -106,13 +150,17 @@ def main(argv):
     with tempfile.TemporaryDirectory() as temporary:
         paths = export_squad_models(FLAGS.export_dir or temporary)
         for value, path in paths.items():
-            run = subprocess.run([sys.executable, os.path.abspath(__file__), f"--measure={path}",
-                                  f"--text_file={FLAGS.text_file}",
-                                  f"--questions={FLAGS.questions}",
-                                  f"--context_words={FLAGS.context_words}"],
-                                 capture_output=True, text=True, check=True)
-            result = json.loads(run.stdout.strip().splitlines()[-1])
-            print(f"max_tokens_per_call {value}: {FLAGS.questions} questions of "
+            if FLAGS.through_server:
+                result = measure_served(path)
+            else:
+                run = subprocess.run([sys.executable, os.path.abspath(__file__),
+                                      f"--measure={path}", f"--text_file={FLAGS.text_file}",
+                                      f"--questions={FLAGS.questions}",
+                                      f"--context_words={FLAGS.context_words}"],
+                                     capture_output=True, text=True, check=True)
+                result = json.loads(run.stdout.strip().splitlines()[-1])
+            where = "tools/serve.py, " if FLAGS.through_server else ""
+            print(f"{where}max_tokens_per_call {value}: {FLAGS.questions} questions of "
                   f"{FLAGS.context_words} words: peak RSS {result['peak_mb_before']} -> "
                   f"{result['peak_mb_after']} MB, {result['seconds']} s")
     print(machine_load())
