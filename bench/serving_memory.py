@@ -75,10 +75,6 @@ def export_squad_models(directory):
     return paths
 
 
-def peak_mb():
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
 def contexts():
     """`--questions` contexts of `--context_words` words of `--text_file`."""
     with open(FLAGS.text_file, "rb") as f:
@@ -91,52 +87,54 @@ def contexts():
     return [" ".join(words[i * size:(i + 1) * size]) for i in range(FLAGS.questions)]
 
 
+def request_cost(ask, peak_mb):
+    """Peak resident memory before and after the request of `--questions` long contexts, and
+    its seconds, after a short warm-up question (so that the growth is the request's, not the
+    loading's); `ask(questions, contexts)` answers, `peak_mb()` reads the peak."""
+    texts = contexts()
+    ask(["who is it?"], ["it is me."])
+    before = peak_mb()
+    start = time.perf_counter()
+    ask(["who is it?"] * len(texts), texts)
+    seconds = time.perf_counter() - start
+    return {"peak_mb_before": round(before), "peak_mb_after": round(peak_mb()),
+            "seconds": round(seconds, 1)}
+
+
 def measure(path):
-    """One JSON line: peak RSS before and after the request, and its seconds."""
+    """`request_cost` of `path` called in this process, printed as one JSON line."""
     import tensorflow as tf
     import tensorflow_text  # noqa: F401
 
-    texts = contexts()
     serving = tf.saved_model.load(path).signatures["serving_default"]
-    serving(question=tf.constant(["who is it?"]), context=tf.constant(["it is me."]))
-    before = peak_mb()
-    start = time.perf_counter()
-    serving(question=tf.constant(["who is it?"] * len(texts)), context=tf.constant(texts))
-    seconds = time.perf_counter() - start
-    print(json.dumps({"peak_mb_before": round(before), "peak_mb_after": round(peak_mb()),
-                      "seconds": round(seconds, 1)}))
+    print(json.dumps(request_cost(
+        lambda questions, texts: serving(question=tf.constant(questions),
+                                         context=tf.constant(texts)),
+        lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)))
 
 
 def measure_served(path):
-    """`measure`'s result for the same request sent over gRPC to tools/serve.py serving `path`
-    as version 1: the memory is the server's."""
+    """`request_cost` of the request sent over gRPC to tools/serve.py serving `path` as
+    version 1: the memory is the server's."""
     import numpy as np
 
-    texts = contexts()
     with tempfile.TemporaryDirectory() as base:
         os.symlink(os.path.abspath(path), os.path.join(base, "1"))
         server = Server(base, "squad", [])
-        client = GrpcClient(server.port, "squad", timeout=3600)
-
-        def ask(questions, context_texts):
-            _, status = client.predict({"question": np.array(questions, object),
-                                        "context": np.array(context_texts, object)})
-            if status:
-                raise RuntimeError(f"tools/serve.py answered {status}")
-
-        def server_peak_mb():
-            return round(process_memory_bytes(server.process.pid, "VmHWM") / 2**20)
-
         try:
-            ask(["who is it?"], ["it is me."])
-            before = server_peak_mb()
-            start = time.perf_counter()
-            ask(["who is it?"] * len(texts), texts)
-            seconds = time.perf_counter() - start
-            return {"peak_mb_before": before, "peak_mb_after": server_peak_mb(),
-                    "seconds": round(seconds, 1)}
-        finally:
+            client = GrpcClient(server.port, "squad", timeout=3600)
+
+            def ask(questions, texts):
+                _, status = client.predict({"question": np.array(questions, object),
+                                            "context": np.array(texts, object)})
+                if status:
+                    raise RuntimeError(f"tools/serve.py answered {status}")
+
+            cost = request_cost(ask, lambda: process_memory_bytes(server.process.pid,
+                                                                  "VmHWM") / 2**20)
             client.close()
+            return cost
+        finally:
             server.stop()
 
 
