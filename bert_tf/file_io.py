@@ -111,7 +111,7 @@ def unwritable_path(directory, names=()):
     if is_remote(directory):
         return None
     existing = _nearest_existing(directory) or os.curdir
-    if not os.access(existing, os.W_OK | os.X_OK) or not _can_make_entries(existing):
+    if not _can_make_entries(existing):
         return existing
     if existing != directory:
         return None  # nothing in it yet
@@ -124,9 +124,10 @@ def unwritable_path(directory, names=()):
 
 
 def _can_make_entries(directory):
-    """Whether a directory can be made in `directory`, tried and removed at once: `os.access`
-    reads permission bits, which root passes on pseudo file systems too (/proc/foo: "No such
-    file or directory" when made)."""
+    """Whether a directory can be made in `directory`, tried and removed at once: read-only
+    modes, file systems and immutable directories refuse it, and so do pseudo file systems,
+    whose permission bits let root write (`os.access` says yes to /proc; making /proc/foo says
+    "No such file or directory")."""
     try:
         os.rmdir(tempfile.mkdtemp(prefix=".bert_tf-probe-", dir=directory))
     except OSError:
