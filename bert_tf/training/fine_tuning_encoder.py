@@ -11,7 +11,7 @@ import logging
 from bert_tf.checkpoints import load_model
 from bert_tf.config import BertConfig
 from bert_tf.models.bert_encoder import BertEncoder
-from bert_tf.training.mixed_precision import MIXED_PRECISION
+from bert_tf.training.mixed_precision import MIXED_PRECISION, warn_if_float16_on_cpu
 
 logger = logging.getLogger("bert_tf.training")
 
@@ -33,6 +33,7 @@ def fine_tuning_encoder(init_checkpoint=None, bert_config_file=None, mixed_preci
         ValueError: max_seq_length exceeds max_position_embeddings.
     """
     dtype = MIXED_PRECISION[mixed_precision]
+    warn_if_float16_on_cpu(mixed_precision)
     if init_checkpoint:
         encoder = load_model(init_checkpoint, bert_config_file=bert_config_file, dtype=dtype)
     else:

@@ -11,7 +11,7 @@ from bert_tf.checkpoints import (checkpoint_manager, pretraining_head_weights, r
 from bert_tf.models.bert_encoder import BertEncoder
 from bert_tf.models.bert_pretrainer import BertPretrainer
 from bert_tf.training import distribution
-from bert_tf.training.mixed_precision import MIXED_PRECISION
+from bert_tf.training.mixed_precision import MIXED_PRECISION, warn_if_float16_on_cpu
 from bert_tf.training.optimizers import create_optimizer
 from bert_tf.training.pretraining_objective import (STATISTICS, pretraining_loss,
                                                     pretraining_metrics, pretraining_statistics)
@@ -77,6 +77,7 @@ class PretrainingTrainer:
             raise ValueError(
                 f"The batch size {global_batch_size} must split evenly over {replicas} "
                 f"replica(s) x {gradient_accumulation_steps} accumulation step(s)")
+        warn_if_float16_on_cpu(mixed_precision, strategy)
         self.strategy = strategy
         self.global_batch_size = global_batch_size
         self.num_train_steps = num_train_steps
