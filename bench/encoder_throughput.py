@@ -196,8 +196,9 @@ def run_benchmark():
         for row in rows:
             if id(row) in timers:
                 passes = FLAGS.iters * (MATMUL_PASSES if row["system"] == "matmul" else 1)
-                for _ in range(passes):
-                    row["best"] = min(row["best"], timers[id(row)]())
+                row.setdefault("round_best", []).append(
+                    min(timers[id(row)]() for _ in range(passes)))
+                row["best"] = min(row["best"], row["round_best"][-1])
         print(f"round {round_index + 1}/{FLAGS.rounds} done, {machine_load()}", flush=True)
     for runner in runners.values():
         if isinstance(runner, Peer):
@@ -258,30 +259,46 @@ def format_table(rows):
     return "\n".join(lines)
 
 
+def round_ratios(rows, ours, reference):
+    """Per round, `ours`' throughput over `reference`'s (each a (system, config, dtype) key, its
+    best mode that round): systems timed minutes apart in a run meet the same machine only
+    round by round, where the best over the run can pair this VM's fast minute of one system
+    with a slow minute of the other (2-vCPU Xeon with AMX: the 4096^3 bfloat16 matmul ran at
+    806-1468 GFLOP/s in runs of one evening)."""
+    def per_round(key):
+        times = [r["round_best"] for r in rows if "round_best" in r
+                 and (r["system"], r["config"], r["dtype"]) == key]
+        return [min(column) for column in zip(*times)]
+    return [theirs / mine for mine, theirs in zip(per_round(ours), per_round(reference))]
+
+
 def format_targets(rows, best_of):
-    """The issue's targets, per config: met or missed, with the measured ratio."""
+    """The issue's targets, per config: met or missed, with the measured ratio (of the best
+    passes; and the median and range of the per-round ratios, `round_ratios`)."""
     lines = []
     for config_name in FLAGS.configs:
-        ours32 = best_of.get(("bert_tf", config_name, "float32"))
-        ours16 = best_of.get(("bert_tf", config_name, "bfloat16"))
-        ours16_weights = best_of.get(("bert_tf", config_name, "bfloat16_weights"))
-        checks = [
-            ("float32 >= 1.1x keras-hub", ours32,
-             best_of.get(("keras_hub", config_name, "float32")), 1.1),
-            ("float32 >= 2x transformers", ours32,
-             best_of.get(("transformers", config_name, "float32")), 2.0),
-            ("bfloat16 >= 1.5x our float32", ours16, ours32, 1.5),
-            ("bfloat16 >= 1.2x keras-hub mixed_bfloat16", ours16,
-             best_of.get(("keras_hub", config_name, "bfloat16")), 1.2),
-            ("bfloat16 >= 1.0x transformers bf16 autocast", ours16,
-             best_of.get(("transformers", config_name, "bfloat16")), 1.0),
-            ("bfloat16_weights >= 1.0x transformers bf16 autocast", ours16_weights,
-             best_of.get(("transformers", config_name, "bfloat16")), 1.0)]
-        for label, value, reference, target in checks:
-            if value and reference:
-                ratio = value / reference
+        checks = [  # (label, ours, reference, target), each a (system, dtype) key
+            ("float32 >= 1.1x keras-hub", ("bert_tf", "float32"), ("keras_hub", "float32"), 1.1),
+            ("float32 >= 2x transformers", ("bert_tf", "float32"), ("transformers", "float32"),
+             2.0),
+            ("bfloat16 >= 1.5x our float32", ("bert_tf", "bfloat16"), ("bert_tf", "float32"),
+             1.5),
+            ("bfloat16 >= 1.2x keras-hub mixed_bfloat16", ("bert_tf", "bfloat16"),
+             ("keras_hub", "bfloat16"), 1.2),
+            ("bfloat16 >= 1.0x transformers bf16 autocast", ("bert_tf", "bfloat16"),
+             ("transformers", "bfloat16"), 1.0),
+            ("bfloat16_weights >= 1.0x transformers bf16 autocast",
+             ("bert_tf", "bfloat16_weights"), ("transformers", "bfloat16"), 1.0)]
+        for label, (system, dtype), (reference_system, reference_dtype), target in checks:
+            ours = (system, config_name, dtype)
+            reference = (reference_system, config_name, reference_dtype)
+            if best_of.get(ours) and best_of.get(reference):
+                ratio = best_of[ours] / best_of[reference]
+                by_round = sorted(round_ratios(rows, ours, reference))
                 lines.append(f"{config_name}: {label}: {ratio:.2f}x "
-                             f"{'met' if ratio >= target else 'MISSED'}")
+                             f"{'met' if ratio >= target else 'MISSED'} (per round: median "
+                             f"{np.median(by_round):.2f}x, {by_round[0]:.2f}-{by_round[-1]:.2f}x "
+                             f"over {len(by_round)})")
         cosines = [r["cosine"] for r in rows if r["system"] == "bert_tf"
                    and r["config"] == config_name and "cosine" in r]
         if cosines:
