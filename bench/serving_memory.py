@@ -121,6 +121,7 @@ def measure_served(path):
     with tempfile.TemporaryDirectory() as base:
         os.symlink(os.path.abspath(path), os.path.join(base, "1"))
         server = Server(base, "squad", [])
+        client = None
         try:
             client = GrpcClient(server.port, "squad", timeout=3600)
 
@@ -130,11 +131,11 @@ def measure_served(path):
                 if status:
                     raise RuntimeError(f"tools/serve.py answered {status}")
 
-            cost = request_cost(ask, lambda: process_memory_bytes(server.process.pid,
+            return request_cost(ask, lambda: process_memory_bytes(server.process.pid,
                                                                   "VmHWM") / 2**20)
-            client.close()
-            return cost
         finally:
+            if client is not None:
+                client.close()
             server.stop()
 
 
