@@ -25,7 +25,7 @@ def warn_if_float16_on_cpu(mixed_precision, strategy=None):
     bert_tiny pre-training job's step took 25 s in float16 against 0.56 s in float32 (its
     first step's compilation included; 12 steps, 411 against 35 s for the whole run, 2-vCPU
     Xeon with AVX512_FP16 and AMX), and on CPUs without AVX512_FP16 TensorFlow also prints an
-    error line about oneDNN and DT_HALF. A job copied from a GPU recipe should say so at once.
+    error line about oneDNN and DT_HALF. A job copied from a GPU recipe is told when it starts.
 
     Example:
         >>> warn_if_float16_on_cpu("float16", tf.distribute.OneDeviceStrategy("/cpu:0"))

@@ -35,10 +35,11 @@ def test_only_float16_on_a_cpu_warns(caplog, mixed_precision):
 
 
 def test_the_devices_decide():
-    gpu = "/job:localhost/replica:0/task:0/device:GPU:0"
+    gpus = ("/job:localhost/replica:0/task:0/device:GPU:0",
+            "/job:localhost/replica:0/task:0/device:GPU:1")
     cpu = "/job:worker/replica:0/task:1/device:CPU:0"
     tpu = "/job:worker/replica:0/task:0/device:TPU:0"
-    assert not warn_if_float16_on_cpu("float16", _strategy_on(gpu, gpu.replace(":0", ":1")))
+    assert not warn_if_float16_on_cpu("float16", _strategy_on(*gpus))
     assert not warn_if_float16_on_cpu("float16", _strategy_on(tpu))
     assert warn_if_float16_on_cpu("float16", _strategy_on(cpu))
     assert warn_if_float16_on_cpu("float16", tf.distribute.MirroredStrategy(["/cpu:0"]))
