@@ -16,6 +16,8 @@ processes).
 Example:
     .venv/bin/python bench/finetune_profile.py --batch_size=32 --seq_length=16
     .venv/bin/python bench/finetune_profile.py --timed_seq_lengths=16,32 --timed_steps=50
+    .venv/bin/python bench/finetune_profile.py --timed_seq_lengths=16,32 --steps_per_execution=10 \
+        --intra_op_threads=1
 """
 
 import os
@@ -43,7 +45,11 @@ flags.DEFINE_enum("mixed_precision", "bfloat16", list(MIXED_PRECISION), "As run_
 flags.DEFINE_integer("profiled_steps", 10, "Steps in the trace.")
 flags.DEFINE_integer("top", 25, "Rows of each table.")
 flags.DEFINE_list("timed_seq_lengths", [], "After the profile, time the step at these lengths.")
-flags.DEFINE_integer("timed_steps", 50, "Steps timed at each of --timed_seq_lengths.")
+flags.DEFINE_integer("timed_steps", 50, "Host calls timed at each of --timed_seq_lengths.")
+flags.DEFINE_integer("steps_per_execution", 1, "Train steps per host call (run_classifier's "
+                     "default: 10); the timings are per step.")
+flags.DEFINE_integer("intra_op_threads", 0, "Threads per op (0: TensorFlow's default; "
+                     "bench/finetune_time_to_accuracy.py runs run_classifier with 1).")
 
 
 def _batches(seq_length):
@@ -69,12 +75,15 @@ def _cpu_seconds():
 def main(argv):
     if len(argv) > 1:
         raise app.UsageError(f"Unexpected arguments: {argv[1:]}")
+    if FLAGS.intra_op_threads:
+        tf.config.threading.set_intra_op_parallelism_threads(FLAGS.intra_op_threads)
     encoder = fine_tuning_encoder(installed_minilm_dir(), mixed_precision=FLAGS.mixed_precision,
                                   max_seq_length=128)
     model = BertClassifier(encoder, num_classes=2)
     with tempfile.TemporaryDirectory() as output_dir:
         FineTuner(model, output_dir, num_train_steps=10_000, learning_rate=1e-4,
-                  loss={"logits": keras.losses.SparseCategoricalCrossentropy(from_logits=True)})
+                  loss={"logits": keras.losses.SparseCategoricalCrossentropy(from_logits=True)},
+                  steps_per_execution=FLAGS.steps_per_execution)
         model.make_train_function()
 
         def step_on(batches):
@@ -86,16 +95,19 @@ def main(argv):
 
         step = step_on(_batches(FLAGS.seq_length))
         report = profile_report(stopwatch(step), FLAGS.profiled_steps, FLAGS.top)
+        per = (f"per host call of {FLAGS.steps_per_execution} steps"
+               if FLAGS.steps_per_execution > 1 else "per step")
         print(f"\n{cpu_description()}\nMiniLM classifier train step, batch {FLAGS.batch_size} x "
-              f"{FLAGS.seq_length} tokens, {FLAGS.mixed_precision}, per step: {report}")
+              f"{FLAGS.seq_length} tokens, {FLAGS.mixed_precision}, {per}: {report}")
         for seq_length in FLAGS.timed_seq_lengths:
             timer = stopwatch(step_on(_batches(int(seq_length))))
             cpu_before = _cpu_seconds()
             times = [timer() for _ in range(FLAGS.timed_steps)]
             cores_busy = (_cpu_seconds() - cpu_before) / sum(times)
+            times = [t / FLAGS.steps_per_execution for t in times]
             print(f"{FLAGS.batch_size} x {seq_length} tokens: median step "
                   f"{1000 * np.median(times):.1f} ms, best {1000 * min(times):.1f} ms "
-                  f"of {FLAGS.timed_steps}; cores busy {cores_busy:.2f}")
+                  f"of {FLAGS.timed_steps} host calls; cores busy {cores_busy:.2f}")
 
 
 if __name__ == "__main__":
