@@ -490,6 +490,8 @@ def test_two_workers_train_and_checkpoint_with_multi_worker_mirrored(data, tmp_p
     for worker, (_, stderr) in zip(workers, outputs):
         assert worker.returncode == 0, stderr[-3000:]
         assert "on 2 replica(s) (--strategy=multi_worker_mirrored)" in stderr
+        # float16 on these CPU workers: each says so once, at default verbosity, as it starts.
+        assert stderr.count("--mixed_precision=float16 on a CPU runs TensorFlow's slow") == 1
     assert latest_step(output_dir) == 6
     assert sorted(f for f in os.listdir(output_dir) if f.endswith(".index")) == [
         "ckpt-3.index", "ckpt-6.index"]
