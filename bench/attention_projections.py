@@ -30,8 +30,8 @@ flags.DEFINE_integer("num_heads", 12, "Attention heads.")
 flags.DEFINE_integer("num_layers", 6, "Attention blocks per call.")
 flags.DEFINE_integer("rounds", 10, "Turns of each variant; the median is printed.")
 flags.DEFINE_integer("calls_per_round", 50, "Calls per turn.")
-flags.DEFINE_boolean("head_major", True, "Also time `head_major` (the reference otherwise is "
-                     "`two_d`).")
+flags.DEFINE_boolean("head_major", True, "Also time `head_major` (--nohead_major: `two_d` and "
+                     "`fused_qkv` only; `two_d` is the reference either way).")
 
 
 def head_major(inputs, kernel, bias, heads):
