@@ -40,10 +40,19 @@ def head_major(inputs, kernel, bias, heads):
     return tf.matmul(inputs[:, tf.newaxis], by_head) + tf.reshape(bias, [heads, 1, -1])
 
 
+def _rows_projection(inputs, kernel, bias):
+    """`inputs [batch, seq, hidden] @ kernel + bias` as one 2-D matmul, `[batch * seq, units]`."""
+    return tf.nn.bias_add(tf.matmul(tf.reshape(inputs, [-1, inputs.shape[-1]]), kernel), bias)
+
+
+def _to_heads(rows, batch, seq, heads):
+    """Projected `rows [batch * seq, hidden]` moved to `[batch, heads, seq, head_size]`."""
+    return tf.transpose(tf.reshape(rows, [batch, seq, heads, -1]), [0, 2, 1, 3])
+
+
 def two_d(inputs, kernel, bias, heads):
-    batch, seq, hidden = inputs.shape
-    projected = tf.nn.bias_add(tf.matmul(tf.reshape(inputs, [-1, hidden]), kernel), bias)
-    return tf.transpose(tf.reshape(projected, [batch, seq, heads, hidden // heads]), [0, 2, 1, 3])
+    batch, seq, _ = inputs.shape
+    return _to_heads(_rows_projection(inputs, kernel, bias), batch, seq, heads)
 
 
 def fused_qkv(inputs, kernels, biases, fused, heads):
@@ -51,11 +60,9 @@ def fused_qkv(inputs, kernels, biases, fused, heads):
     concatenated (`[hidden, 3 * hidden]`, `[3 * hidden]`; the separate `kernels` and `biases`
     unused): `(query, key, value)`, each `[batch, heads, seq, head_size]`."""
     del kernels, biases
-    kernel, bias = fused
-    batch, seq, hidden = inputs.shape
-    projected = tf.nn.bias_add(tf.matmul(tf.reshape(inputs, [-1, hidden]), kernel), bias)
-    return tuple(tf.transpose(tf.reshape(part, [batch, seq, heads, hidden // heads]),
-                              [0, 2, 1, 3]) for part in tf.split(projected, 3, axis=1))
+    batch, seq, _ = inputs.shape
+    return tuple(_to_heads(part, batch, seq, heads)
+                 for part in tf.split(_rows_projection(inputs, *fused), 3, axis=1))
 
 
 def each_projection(project):

@@ -42,7 +42,8 @@ FLAGS = flags.FLAGS
 flags.DEFINE_integer("batch_size", 32, "Examples per step.")
 flags.DEFINE_integer("seq_length", 16, "Tokens per example (the batch's padded length).")
 flags.DEFINE_enum("mixed_precision", "bfloat16", list(MIXED_PRECISION), "As run_classifier.py.")
-flags.DEFINE_integer("profiled_steps", 10, "Steps in the trace.")
+flags.DEFINE_integer("profiled_steps", 10, "Host calls in the trace (of --steps_per_execution "
+                     "steps each).")
 flags.DEFINE_integer("top", 25, "Rows of each table.")
 flags.DEFINE_list("timed_seq_lengths", [], "After the profile, time the step at these lengths.")
 flags.DEFINE_integer("timed_steps", 50, "Host calls timed at each of --timed_seq_lengths.")
