@@ -41,6 +41,12 @@ class Admission:
         self._held = 0
         self._lock = threading.Lock()
 
+    @property
+    def held(self):
+        """The bytes the requests and answers in progress hold now."""
+        with self._lock:
+            return self._held
+
     def take(self, nbytes, what):
         """Takes `nbytes` of the budget for `what` (a noun phrase for messages: "this request")
         and returns the function that gives them back, to be called once; RESOURCE_EXHAUSTED if

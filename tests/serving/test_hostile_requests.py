@@ -389,8 +389,21 @@ def test_an_answer_beyond_the_budget_is_refused_before_it_is_written(toy_base_pa
             assert status == 200
             np.testing.assert_array_equal(np.array(answer["outputs"], np.float32),
                                           [1 / np.arange(1, 30_001, dtype=np.float32)])
+            wait_until_given_back(server.admission)
             response = grpc_fill(server.port, 100_000)
             assert tf.make_ndarray(response.outputs["y"]).shape == (1, 100_000)
+            wait_until_given_back(server.admission)
+
+
+def wait_until_given_back(admission, timeout_seconds=30):
+    """Asserts that every request and answer gives its bytes back. The server gives an answer's
+    back once it is written (REST) or once the RPC has ended (gRPC), which can be just after the
+    client has read it: the next request, sent at once, found the last answer's 750 KB still
+    held on a loaded machine and was refused as busy."""
+    deadline = time.monotonic() + timeout_seconds
+    while admission.held and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert admission.held == 0, f"{admission.held} bytes never given back"
 
 
 def test_a_large_answer_costs_the_server_about_its_size(serve_process, toy_base_path):
@@ -572,7 +585,10 @@ def test_request_and_answer_data_beyond_the_budget_is_resource_exhausted():
             "The server is busy: requests in progress hold 60 of its 100 bytes for requests "
             "and answers and this answer needs 41; retry shortly.")
         release = admission.take(40, "this answer")
+        assert admission.held == 100
+    assert admission.held == 40  # the request's 60 given back, the answer's 40 still held
     release()
+    assert admission.held == 0
     with admission.admit(100, "this request"):
         pass
     with pytest.raises(ServingError) as raised:
