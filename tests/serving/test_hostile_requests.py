@@ -492,6 +492,7 @@ def test_an_answer_the_client_stops_reading_is_cut_off_logged_and_given_back(toy
                 time.sleep(0.1)
         assert re.search(r"REST answer to 127\.0\.0\.1 cut off after \d+ of its \d+ bytes: "
                          r"TimeoutError: timed out", caplog.text), caplog.text
+        wait_until_given_back(server.admission)  # logged just before its bytes go back
         status, answer = post(port, "/v1/models/toy:predict", fill_body(400_000))
         assert status == 200
 
