@@ -398,7 +398,7 @@ def test_an_answer_beyond_the_budget_is_refused_before_it_is_written(toy_base_pa
 def wait_until_given_back(admission, timeout_seconds=30):
     """Asserts that every request and answer gives its bytes back. The server gives an answer's
     back once it is written (REST) or once the RPC has ended (gRPC), which can be just after the
-    client has read it: the next request, sent at once, found the last answer's 750 KB still
+    client has read it: a REST request sent at once found the last gRPC answer's 400 KB still
     held on a loaded machine and was refused as busy."""
     deadline = time.monotonic() + timeout_seconds
     while admission.held and time.monotonic() < deadline:
