@@ -11,7 +11,10 @@ import json
 import os
 import re
 import subprocess
+import sys
 
+from bert_tf.hub import HUB_DIR_ENV
+from tests.hub.tiny_install import install_tiny_model
 from tests.resources import REPO_ROOT, minilm_dir, shared_data_path
 
 WALKTHROUGH_HEADING = "## Walkthrough"
@@ -50,6 +53,27 @@ def test_walkthrough_runs_as_written(tmp_path):
     predictions = json.loads(rest_answer.group(0))
     assert len(predictions["predictions"]) == 2
     assert re.search(r"\[b'(positive|negative)' b'(positive|negative)'\]", run.stdout), run.stdout
+
+
+def _python_block_with(marker):
+    """README's one ```python block that contains `marker`."""
+    with open(os.path.join(REPO_ROOT, "README.md"), encoding="utf-8") as readme:
+        blocks = re.findall(r"^```python\n(.*?)^```$", readme.read(), flags=re.S | re.M)
+    found = [block for block in blocks if marker in block]
+    assert len(found) == 1, f"{len(found)} python blocks of README contain {marker!r}"
+    return found[0]
+
+
+def test_the_masked_lm_block_runs_as_written(tmp_path_factory, tmp_path):
+    """The `encoder.mlm` block is whole (its own imports) and loads a name README installs: here
+    a tiny model with an MLM head installed under that name, the block run as a script."""
+    block = _python_block_with("encoder.mlm")
+    name = re.search(r'hub\.load\("(\w+)"\)', block).group(1)
+    directory = install_tiny_model(tmp_path_factory, name)[0]
+    run = subprocess.run([sys.executable, "-c", block], cwd=tmp_path, capture_output=True,
+                         text=True, env=dict(os.environ, **{HUB_DIR_ENV: directory}), timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert re.search(r"loss: \d", run.stdout), run.stdout[-2000:]
 
 
 def _install_requires():

@@ -9,10 +9,17 @@ not read as text). The vocabulary starts with
 [PAD] [UNK] [CLS] [SEP] [MASK] (ids 0-4), then every kept character alone and as a `##`
 continuation, then word pieces by frequency, at most --vocab_size tokens in all.
 
+A vocabulary learned from a small corpus has far fewer tokens than a shipped config's 30522;
+with --bert_config_file the tool also writes that config with `vocab_size` set to the learned
+vocabulary's, as `bert_config.json` beside --output_file: the model to pre-train on it, without
+embedding rows and masked-LM outputs that no id reaches.
+
 Example:
-    bert-tf-build-vocab --input_file='corpus/*.txt' --output_file=vocab.txt \\
-        --vocab_size=30522 --do_lower_case
+    bert-tf-build-vocab --input_file='corpus/*.txt' --output_file=model/vocab.txt \\
+        --vocab_size=30522 --do_lower_case --bert_config_file=official_configs/bert_mini.json
 """
+
+import os
 
 from absl import flags
 
@@ -31,6 +38,9 @@ def define_flags():
     flags.DEFINE_integer("max_unique_chars", 1000, "Most frequent characters kept as tokens; words "
                          "with rarer characters do not count towards the word pieces.",
                          lower_bound=1)
+    flags.DEFINE_string("bert_config_file", None, "A model config (e.g. official_configs/"
+                        "bert_mini.json) to write as bert_config.json beside --output_file, with "
+                        "vocab_size set to the learned vocabulary's size.")
     flags.mark_flags_as_required(["input_file", "output_file"])
 
 
@@ -47,11 +57,19 @@ def read_lines(paths, statistics):
 
 
 def main():
+    from bert_tf.config import BertConfig
     from bert_tf.data.pretraining.corpus import CorpusStatistics, expand_text_files, file_names
     from bert_tf.text.vocab import count_words, learn_vocab, save_vocab
+    from bert_tf.text.vocab_size import sized_to_vocab
 
     paths = expand_text_files(FLAGS.input_file)
-    problems = output_file_problems([FLAGS.output_file], paths)
+    outputs, inputs = [FLAGS.output_file], list(paths)
+    if FLAGS.bert_config_file:  # read first: a bad config fails before the vocabulary is learned
+        config = BertConfig.from_json_file(FLAGS.bert_config_file)
+        config_file = os.path.join(os.path.dirname(FLAGS.output_file), "bert_config.json")
+        outputs.append(config_file)
+        inputs.append(FLAGS.bert_config_file)
+    problems = output_file_problems(outputs, inputs)
     if problems:
         raise ValueError(f"{problems[0]}: name another --output_file")
     statistics = CorpusStatistics()
@@ -66,6 +84,9 @@ def main():
           f"wrote {len(vocab):,} tokens to {FLAGS.output_file}")
     for line in statistics.invalid_utf8_report():
         print(line)
+    if FLAGS.bert_config_file:
+        sized_to_vocab(config, FLAGS.output_file).to_json_file(config_file)
+        print(f"Wrote {config_file}: {FLAGS.bert_config_file} with vocab_size {len(vocab):,}")
     return 0
 
 

@@ -1,5 +1,5 @@
 """Does a model config's `vocab_size` fit its vocabulary file, and is a vocabulary file the
-one a checkpoint was trained with?
+one a checkpoint was trained with? And the config that fits a new vocabulary.
 
 A config with fewer ids than the vocabulary has tokens cannot embed the last ones (a lookup
 past the table's end: NaNs or a crash deep inside training); that is an error. A config with
@@ -12,8 +12,11 @@ Example:
     30522
     >>> vocab_difference("model/vocab.txt", "shuffled.txt")
     'model/vocab.txt (30522 tokens) is not shuffled.txt (30522 tokens; they differ from line 2)'
+    >>> sized_to_vocab(BertConfig.from_name("bert_mini"), "learned/vocab.txt").vocab_size
+    6842
 """
 
+import dataclasses
 import logging
 
 from bert_tf.text.vocab import load_vocab
@@ -40,6 +43,12 @@ def check_vocab_size(config, vocab_file, config_file=None):
                        config_name, config.vocab_size, num_tokens, vocab_file,
                        config.vocab_size - num_tokens)
     return num_tokens
+
+
+def sized_to_vocab(config, vocab_file):
+    """`config` with `vocab_size` the number of tokens of `vocab_file`: the model to pre-train
+    on a vocabulary learned for it."""
+    return dataclasses.replace(config, vocab_size=len(load_vocab(vocab_file)))
 
 
 def vocab_difference(vocab_file, other_file, name=None):

@@ -1,9 +1,12 @@
+import dataclasses
 import gzip
 import os
+import shutil
 
 import pytest
 import tensorflow as tf
 
+from bert_tf.config import BertConfig, official_config_dir
 from bert_tf.text.bert_tokenizer import BertTokenizer
 from bert_tf.text.vocab import RESERVED_TOKENS, load_vocab
 from tests.data.pretraining.records import write_pretraining_records
@@ -121,3 +124,34 @@ def test_max_unique_chars_must_keep_a_character(corpus, tmp_path):
     assert result.returncode == 1
     assert "flag --max_unique_chars=0: 0 is not a positive integer" in result.stderr
     assert not os.path.exists(tmp_path / "v.txt")
+
+
+def test_writes_the_config_sized_to_the_vocabulary(corpus, tmp_path):
+    template = BertConfig.from_name("bert_mini")
+    output = tmp_path / "model" / "vocab.txt"
+    template_file = os.path.join(official_config_dir(), "bert_mini.json")
+    result = run_tool(TOOL, f"--input_file={corpus}/a.txt", f"--output_file={output}",
+                      "--vocab_size=120", f"--bert_config_file={template_file}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    config = BertConfig.from_json_file(str(tmp_path / "model" / "bert_config.json"))
+    assert config.vocab_size == len(load_vocab(str(output))) < 120 < template.vocab_size
+    assert config == dataclasses.replace(template, vocab_size=config.vocab_size)
+    assert f"with vocab_size {config.vocab_size}" in result.stdout.splitlines()[-1]
+
+
+def test_a_bad_config_or_one_it_would_overwrite_is_refused_before_learning(corpus, tmp_path):
+    broken = tmp_path / "bert_config.json"
+    broken.write_text('{"vocab_size": 30522, "hidden_sizes": 128}', encoding="utf-8")
+    output = tmp_path / "vocab.txt"
+    result = run_tool(TOOL, f"--input_file={corpus}/a.txt", f"--output_file={output}",
+                      f"--bert_config_file={broken}")
+    assert error_output(result).startswith(f"build_vocab: error: {broken}: Invalid BertConfig: ")
+    assert "did you mean 'hidden_size'?" in error_output(result)
+    # A valid config beside the vocabulary would be overwritten by its sized copy.
+    shutil.copy(f"{official_config_dir()}/bert_mini.json", broken)
+    result = run_tool(TOOL, f"--input_file={corpus}/a.txt", f"--output_file={output}",
+                      f"--bert_config_file={broken}")
+    assert error_output(result) == (f"build_vocab: error: output file {broken} is also an input "
+                                    f"file: name another --output_file")
+    assert not output.exists()
+    assert BertConfig.from_json_file(str(broken)) == BertConfig.from_name("bert_mini")

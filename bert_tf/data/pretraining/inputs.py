@@ -36,7 +36,8 @@ from bert_tf.config import BertConfig
 from bert_tf.data.pretraining.masking import MASKED_LM_PROB
 from bert_tf.data.pretraining.records_writer import write_pretraining_data
 from bert_tf.data.pretraining.prose import passages, write_documents
-from bert_tf.text.vocab import count_words, learn_vocab, load_vocab, save_vocab
+from bert_tf.text.vocab import count_words, learn_vocab, save_vocab
+from bert_tf.text.vocab_size import sized_to_vocab
 
 logger = logging.getLogger("bert_tf.data")
 
@@ -188,8 +189,7 @@ def prepare_pretraining_inputs(directory, documents, *, config_name, vocab_size,
                                                                        MASKED_LM_PROB),
                               dupe_factor=1)))
     if not os.path.exists(config_file):
-        config = dataclasses.replace(BertConfig.from_name(config_name),
-                                     vocab_size=len(load_vocab(vocab_file)))
+        config = sized_to_vocab(BertConfig.from_name(config_name), vocab_file)
         config.to_json_file(f"{config_file}.incomplete")
         os.replace(f"{config_file}.incomplete", config_file)
     return PretrainingInputs(
