@@ -21,6 +21,13 @@ if _backend != "tensorflow":
     raise ImportError(f"bert_tf needs the TensorFlow Keras backend, but KERAS_BACKEND is "
                       f"{_backend!r}: set KERAS_BACKEND=tensorflow.")
 
+# tensorflow-tpu on a machine without TPU chips spends minutes in `import tensorflow` (see
+# `bert_tf.training.tpu_host`): every tool, and a script importing bert_tf first, skips libtpu
+# there. (tpu_host imports no TensorFlow.)
+from bert_tf.training import tpu_host  # noqa: E402
+
+tpu_host.skip_libtpu_without_tpu()
+
 # Public name -> the module defining it.
 _EXPORTS = {
     "BertConfig": "bert_tf.config",

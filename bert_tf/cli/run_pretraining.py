@@ -42,16 +42,10 @@ from bert_tf.cli import tfds_flags
 from bert_tf.cli.app import run_tool
 from bert_tf.cli.path_checks import (output_dir_problem, run_output_dir_problem,
                                      unwritable_output_problem)
-from bert_tf.training import tpu_host
-
-# Before the imports below load TensorFlow: tensorflow-tpu on a machine without TPU chips would
-# otherwise spend minutes at import looking for one (see tpu_host).
-tpu_host.skip_libtpu_without_tpu()
-
-from bert_tf.training import embedded_default  # noqa: E402
-from bert_tf.training.distribution import STRATEGIES  # noqa: E402
-from bert_tf.training.mixed_precision import MIXED_PRECISION  # noqa: E402
-from bert_tf.training.optimizers import OPTIMIZERS  # noqa: E402
+from bert_tf.training import embedded_default
+from bert_tf.training.distribution import STRATEGIES
+from bert_tf.training.mixed_precision import MIXED_PRECISION
+from bert_tf.training.optimizers import OPTIMIZERS
 
 FLAGS = flags.FLAGS
 
@@ -184,7 +178,7 @@ def _job(embedded):
 
 def _has_checkpoint_state(output_dir):
     """Whether `output_dir` (local or gs://) holds a `checkpoint` state file."""
-    import tensorflow as tf  # after tpu_host.skip_libtpu_without_tpu() (module import)
+    import tensorflow as tf  # after bert_tf.__init__ skipped libtpu without a TPU chip
 
     return tf.io.gfile.exists(os.path.join(output_dir, "checkpoint"))
 
