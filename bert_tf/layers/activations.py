@@ -9,6 +9,7 @@ import math
 import tensorflow as tf
 
 from bert_tf.layers.bfloat16_bits import narrow, widen
+from bert_tf.xla_host import host_jit_compile
 
 
 def _gelu_exact(x):
@@ -42,13 +43,13 @@ def _normal_cdf(x):
     return 0.5 * (1.0 + tf.math.erf(x / math.sqrt(2.0)))
 
 
-@tf.function(jit_compile=True, autograph=False)
+@tf.function(jit_compile=host_jit_compile(), autograph=False)
 def _fused_gelu_forward(x):
     x32 = widen(x)
     return narrow(x32 * _normal_cdf(x32), x.dtype)
 
 
-@tf.function(jit_compile=True, autograph=False)
+@tf.function(jit_compile=host_jit_compile(), autograph=False)
 def _fused_gelu_backward(x, upstream):
     # d/dx [x * cdf(x)] = cdf(x) + x * pdf(x)
     x32 = widen(x)

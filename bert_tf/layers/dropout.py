@@ -32,6 +32,8 @@ Example:
 import keras
 import tensorflow as tf
 
+from bert_tf.xla_host import host_jit_compile
+
 _LEVELS = 1 << 16  # values a 16-bit half of a random draw takes
 
 
@@ -99,7 +101,8 @@ def hashed_dropout(inputs, threshold, seed):
     return _kept_scaled(inputs, keep, threshold)
 
 
-_hashed_dropout_loop = tf.function(hashed_dropout, jit_compile=True, autograph=False)
+_hashed_dropout_loop = tf.function(hashed_dropout, jit_compile=host_jit_compile(),
+                                   autograph=False)
 
 
 def dropout_with_hashed_bits(inputs, rate, seed):

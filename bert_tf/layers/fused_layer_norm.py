@@ -26,9 +26,10 @@ Example:
 import tensorflow as tf
 
 from bert_tf.layers.dropout import dropout_threshold, hashed_dropout
+from bert_tf.xla_host import host_jit_compile
 
 
-@tf.function(jit_compile=True, autograph=False)
+@tf.function(jit_compile=host_jit_compile(), autograph=False)
 def _forward(residual, branch, gamma, beta, epsilon, threshold, seed):
     x = residual + tf.cast(hashed_dropout(branch, threshold, seed), tf.float32)
     centered = x - tf.reduce_mean(x, axis=-1, keepdims=True)
@@ -38,7 +39,7 @@ def _forward(residual, branch, gamma, beta, epsilon, threshold, seed):
     return normalized * gamma + beta, normalized, inverse_std
 
 
-@tf.function(jit_compile=True, autograph=False)
+@tf.function(jit_compile=host_jit_compile(), autograph=False)
 def _backward(upstream, normalized, inverse_std, gamma, branch_dtype, threshold, seed):
     scaled = upstream * gamma
     residual_grad = inverse_std * (

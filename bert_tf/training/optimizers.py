@@ -17,6 +17,7 @@ import tensorflow as tf
 
 from bert_tf.training.lamb import Lamb
 from bert_tf.training.weight_decay import NoWeightDecayPattern
+from bert_tf.xla_host import host_jit_compile
 
 OPTIMIZERS = ("adamw", "lamb")
 
@@ -170,7 +171,7 @@ def _assign(handles, values):
         tf.raw_ops.AssignVariableOp(resource=handle, value=value)
 
 
-@tf.function(jit_compile=True, autograph=False)
+@tf.function(jit_compile=host_jit_compile(), autograph=False)
 def _adamw_update(variable, m, v, gradient, gradient_scale, *hyperparameters):
     """One AdamW step (`_adamw_step`) on the variables behind the resource handles `variable`,
     `m`, `v` with the gradient `gradient * gradient_scale`, in one pass over the four arrays."""
@@ -207,7 +208,7 @@ def _adamw_rows_update(variable, m, v, rows, row_gradients, gradient_scale, *hyp
         tf.raw_ops.ResourceScatterUpdate(resource=handle, indices=rows, updates=values)
 
 
-@tf.function(jit_compile=True, autograph=False)
+@tf.function(jit_compile=host_jit_compile(), autograph=False)
 def _adamw_decay(variable, m, v, learning_rate, *hyperparameters):
     """`_adamw_update` with a zero gradient: what Adam does to the rows a batch did not touch."""
     handles = (variable, m, v)

@@ -17,6 +17,8 @@ Example:
 
 import tensorflow as tf
 
+from bert_tf.xla_host import host_jit_compile
+
 STATISTICS = ("masked_lm_loss_sum", "masked_lm_correct", "masked_lm_weight",
               "next_sentence_loss_sum", "next_sentence_correct", "examples")
 
@@ -31,7 +33,7 @@ _DENOMINATOR_EPSILON = 1e-5
 # XLA-compiled even inside a train step that is not: over [predictions, vocab] logits, TF's own
 # CPU kernels for the cross-entropy (and its gradient) and the argmax take ~4x the time of
 # XLA's fused loops (measured on bert_mini, batch 32: the step went from ~880 to ~835 ms).
-@tf.function(jit_compile=True, autograph=False)
+@tf.function(jit_compile=host_jit_compile(), autograph=False)
 def _weighted_sums(logits, labels, weights):
     """`(sum of weights x cross-entropy, sum of weights x correct)` of `logits [..., classes]`
     against the int32 `labels` (`weights` has their shape)."""

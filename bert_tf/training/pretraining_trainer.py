@@ -20,6 +20,7 @@ from bert_tf.training.schedule import WarmupPolynomialDecay
 from bert_tf.training.summaries import write_scalars
 from bert_tf.training.termination import (AnyWorkerTerminated, TrainingTerminated,
                                           recording_sigterm)
+from bert_tf.xla_host import host_jit_compile
 
 logger = logging.getLogger("bert_tf.training")
 
@@ -99,8 +100,9 @@ class PretrainingTrainer:
             # Keras keeps each dropout layer's RNG state in a variable no layer tracks.
             dropout_rng=list(self.model.non_trainable_variables))
         # Not jit_compile=False: that would also keep the parts XLA compiles on their own
-        # (`pretraining_objective`'s loss) from being compiled.
-        jit_compile = True if jit_compile else None
+        # (`pretraining_objective`'s loss) from being compiled. None under tensorflow-tpu on
+        # the host too (`host_jit_compile`), where no XLA backend for the CPU exists.
+        jit_compile = host_jit_compile() if jit_compile else None
         self._gradients = tf.function(self._accumulated_gradients, jit_compile=jit_compile)
         self._evaluation_statistics = tf.function(self._batch_statistics,
                                                   jit_compile=jit_compile)
