@@ -466,9 +466,12 @@ def main():
                   if job.do_eval else None)
 
     if job.do_train:
-        logging.info("Training on %d %s file(s) on %d replica(s) (--strategy=%s)",
-                     len(text_files or train_files), "text" if text_files else "record",
-                     replicas, job.strategy)
+        source = (f"{job.tfds_name} ({job.tfds_split}, {len(text_files)} TFDS file(s))"
+                  if tfds_text else
+                  f"{len(text_files or train_files)} {'text' if text_files else 'record'} "
+                  f"file(s)")
+        logging.info("Training on %s on %d replica(s) (--strategy=%s)", source, replicas,
+                     job.strategy)
         reading = (contextlib.nullcontext() if text_files
                    else naming_bad_input_files(train_files, seq_length, predictions,
                                                config.vocab_size))

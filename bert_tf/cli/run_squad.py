@@ -55,10 +55,10 @@ def define_flags():
     flags.DEFINE_string("train_file", None, "SQuAD JSON for training, e.g. train-v1.1.json.")
     flags.DEFINE_string("predict_file", None, "SQuAD JSON to predict (and, with --do_eval, "
                         "score), e.g. dev-v1.1.json.")
-    flags.DEFINE_string("train_articles", None, "Only these articles of --train_file: a slice "
-                        "'start:stop', e.g. '0:38'.")
-    flags.DEFINE_string("predict_articles", None, "Only these articles of --predict_file: a "
-                        "slice 'start:stop', e.g. '38:'.")
+    flags.DEFINE_string("train_articles", None, "Only these articles of --train_file (or of "
+                        "the --tfds_name split, in its order): a slice 'start:stop', e.g. '0:38'.")
+    flags.DEFINE_string("predict_articles", None, "Only these articles of --predict_file (or of "
+                        "the --tfds_name split, in its order): a slice 'start:stop', e.g. '38:'.")
     flags.DEFINE_bool("version_2_with_negative", False, "SQuAD v2.0: questions may have no "
                       "answer (scored at [CLS]).")
     flags.DEFINE_integer("doc_stride", DEFAULT_DOC_STRIDE, "Word pieces between the starts of "

@@ -223,7 +223,9 @@ def test_run_pretraining_from_tfds_trains_as_on_the_text_files(tmp_path, gutenbe
         output_dir = tmp_path / name
         result = run_ok("run_pretraining.py", *common, *data, f"--output_dir={output_dir}")
         assert latest_step(output_dir) == 6
-        assert "Training on 3 text file(s)" in result.stderr
+        source = (f"{GUTENBERG_TFDS_NAME} (train, 3 TFDS file(s))" if name == "tfds"
+                  else "3 text file(s)")
+        assert f"Training on {source} on 1 replica(s)" in result.stderr
         curves[name] = scalar_curves(str(output_dir / "train"))["loss"]
     # The same batches (files, documents, masks): the same losses.
     assert [step for step, _ in curves["tfds"]] == [3, 6]
