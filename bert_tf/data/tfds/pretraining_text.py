@@ -34,6 +34,9 @@ from bert_tf.data.tfds.catalog import TfdsInputError, check_split, prepared_buil
 
 DEFAULT_TEXT_KEY = "text"
 
+# Bytes a TFRecord file holds around each record: its length (8) and two CRCs (4 each).
+_TFRECORD_FRAMING = 16
+
 
 def document_sentences(text):
     """The sentences of one document (a string with paragraphs on separate lines)."""
@@ -89,11 +92,12 @@ class TfdsText:
     def lines(self, path, statistics):
         """Yields `(line, size)` like `corpus.utf8_lines`: each document's sentences, then a
         blank line, with their UTF-8 sizes. Counts into `statistics` the file, the lines and
-        the records' bytes (the files' sizes, for progress); a document that is not UTF-8 is
-        skipped and counted in `invalid_utf8_lines`."""
+        the records' bytes with their framing, so that a file read counts its size (what
+        progress is a share of); a document that is not UTF-8 is skipped and counted in
+        `invalid_utf8_lines`."""
         statistics.files += 1
         for record in tf.data.TFRecordDataset(path).as_numpy_iterator():
-            statistics.bytes += len(record)
+            statistics.bytes += len(record) + _TFRECORD_FRAMING
             text = self.features.deserialize_example_np(record)[self.text_key]
             try:
                 sentences = document_sentences(text.decode("utf-8"))
