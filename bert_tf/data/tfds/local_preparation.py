@@ -37,6 +37,7 @@ Example:
     100
 """
 
+import contextlib
 import csv
 import itertools
 import logging
@@ -265,11 +266,14 @@ def prepare_local(tfds_name, source_dir, data_dir, max_examples_per_split=None):
         problem = ("is a file, not a directory" if blocking == data_dir
                    else f"cannot be made: {blocking} is a file")
         raise NotADirectoryError(f"{tfds_name}: the data dir {data_dir} {problem}")
-    builder = builder_class(config=config, data_dir=data_dir, source_files=files,
-                            max_examples_per_split=max_examples_per_split)
     # TFDS makes `downloads/extracted` in the download dir, by default in `data_dir`: nothing
-    # is downloaded, so a temporary one keeps `data_dir` free of it.
-    with tempfile.TemporaryDirectory() as download_dir:
+    # is downloaded, so a temporary one keeps `data_dir` free of it. And building a builder of
+    # a dataset not prepared yet makes, and leaves, an empty `tmp*tfds` directory in the
+    # temporary files' directory (`DatasetInfo.initialize_from_bucket`, GCS off): made in the
+    # download dir instead, it goes with it.
+    with tempfile.TemporaryDirectory() as download_dir, _temporary_files_in(download_dir):
+        builder = builder_class(config=config, data_dir=data_dir, source_files=files,
+                                max_examples_per_split=max_examples_per_split)
         try:
             builder.download_and_prepare(
                 download_dir=download_dir,
@@ -283,6 +287,16 @@ def prepare_local(tfds_name, source_dir, data_dir, max_examples_per_split=None):
             raise LocalSourceError(f"{tfds_name}: {path} cannot be read as its {split} split: "
                                    f"{_problem(error)}") from error
     return builder
+
+
+@contextlib.contextmanager
+def _temporary_files_in(directory):
+    """`tempfile`'s functions make their files and directories in `directory` meanwhile."""
+    saved, tempfile.tempdir = tempfile.tempdir, directory
+    try:
+        yield
+    finally:
+        tempfile.tempdir = saved
 
 
 def _problem(error):

@@ -6,6 +6,7 @@ import logging
 import os
 import subprocess
 import sys
+import tempfile
 
 import pytest
 import tensorflow_datasets as tfds
@@ -184,3 +185,17 @@ def test_a_failed_preparation_leaves_nothing_to_read(tmp_path):
     assert os.listdir(data_dir / "glue" / "sst2") == []   # no version, no incomplete.* left
     assert tree(data_dir) == before   # the dataset prepared before is untouched
     assert len(tfds.load("glue/cola", split="validation", data_dir=str(data_dir))) == 1
+
+
+def test_no_temporary_directory_is_left_behind(tmp_path, monkeypatch):
+    # TFDS made an empty `tmp*tfds` directory in the temporary files' directory for every
+    # dataset it had not prepared yet, and left it (hundreds of them after a few test runs).
+    temporary = tmp_path / "temporary"
+    temporary.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temporary))
+    source = write_sst2(tmp_path / "sst2", ["sentence\tlabel", "a film\t1"],
+                        ["sentence\tlabel", "good\t1"])
+    prepare_local("glue/sst2", source, str(tmp_path / "tfds"))
+    assert len(tfds.load("glue/sst2", split="validation", data_dir=str(tmp_path / "tfds"))) == 1
+    assert os.listdir(temporary) == []
+    assert tempfile.gettempdir() == str(temporary)   # the caller's setting is back
