@@ -17,7 +17,7 @@ from tests.resources import REPO_ROOT
 # GELU's loops, AdamW's updates), traced; prints how many of the functions in its graph must be
 # compiled by XLA.
 _MUST_COMPILE = """
-import keras, tensorflow as tf
+import tensorflow as tf
 from bert_tf import BertClassifier, BertConfig, BertEncoder
 from bert_tf.training.optimizers import create_optimizer
 

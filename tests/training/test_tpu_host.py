@@ -35,7 +35,7 @@ def test_importing_bert_tf_skips_libtpu_without_a_tpu_chip(preset, tensorflow_fi
                    if key != tpu_host.LOAD_LIBRARY_VARIABLE}
     if preset is not None:
         environment[tpu_host.LOAD_LIBRARY_VARIABLE] = preset
-    script = ("import os, sys\n" + ("import tensorflow\n" if tensorflow_first else "")
+    script = ("import os\n" + ("import tensorflow\n" if tensorflow_first else "")
               + "import bert_tf\n"
               f"print(os.environ.get({tpu_host.LOAD_LIBRARY_VARIABLE!r}))\n")
     run = subprocess.run([sys.executable, "-c", script], env=environment, capture_output=True,
