@@ -123,9 +123,8 @@ def fine_tune(vocab_file):
         _write_predictions(os.path.join(FLAGS.output_dir, EVAL_PREDICTIONS_FILE), examples,
                            softmax(scores))
         json_path = common.write_results(results, tuner.step)
-        logger.info("Accuracy %.4f over %d examples -> %s", results["accuracy"], len(examples),
-                    json_path)
-        print(f"eval accuracy = {results['accuracy']:.4f}")
+        print(f"eval accuracy = {results['accuracy']:.4f} ({len(examples)} examples; "
+              f"{json_path})")
 
     if FLAGS.do_predict:
         _, examples, _ = prediction

@@ -186,10 +186,8 @@ def fine_tune(tokenizer_vocab):
         with replacing(os.path.join(FLAGS.output_dir, EVAL_PREDICTIONS_FILE)) as temporary:
             conll.write_conll_predictions(temporary, sentences, predicted)
         json_path = common.write_results(results, tuner.step)
-        logger.info("Entity precision %.4f recall %.4f F1 %.4f -> %s", results["precision"],
-                    results["recall"], results["f1"], json_path)
         print(f"eval entity F1 = {results['f1']:.4f} (precision {results['precision']:.4f}, "
-              f"recall {results['recall']:.4f})")
+              f"recall {results['recall']:.4f}; {json_path})")
 
     if FLAGS.do_predict:
         _, sentences, windows = data["predict"]

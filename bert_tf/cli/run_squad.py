@@ -227,7 +227,6 @@ def main():
                        "num_questions": len(examples),
                        "num_features": len(features)}
             path = common.write_results(results, tuner.step)
-            logger.info("Eval results (%s): %s", path, results)
             # v1.1 reports exact_match, v2.0 exact (each the official script's name).
             exact = results.get("exact_match", results.get("exact"))
             print(f"eval exact match = {exact:.2f}, F1 = {results['f1']:.2f} "

@@ -104,6 +104,22 @@ def make_world_readable(path):
     return path
 
 
+def _make_directories(path):
+    """`tf.io.gfile.makedirs(path)`, with the local directories it creates (the parents too:
+    a `--hub_dir` made for its first model) 0755 whatever the umask: a model server running as
+    another user must reach the models under them."""
+    if not _is_local(path):
+        tf.io.gfile.makedirs(path)
+        return
+    missing, directory = [], os.path.abspath(path)
+    while not os.path.isdir(directory):
+        missing.append(directory)
+        directory = os.path.dirname(directory)
+    os.makedirs(path, exist_ok=True)
+    for directory in missing:
+        os.chmod(directory, DIRECTORY_MODE)
+
+
 def latest_version_dir(base_path):
     """The directory of the highest version under `base_path` that holds a SavedModel, or None
     if it has none (local or remote, through `tf.io.gfile`)."""
@@ -169,10 +185,8 @@ def write_versions(writers, version=None):
     try:
         for base_path, write_savedmodel in writers.items():
             if not tf.io.gfile.isdir(base_path):
-                tf.io.gfile.makedirs(base_path)
+                _make_directories(base_path)
                 created.append(base_path)
-                if _is_local(base_path):
-                    os.chmod(base_path, DIRECTORY_MODE)
             staged[base_path] = tf.io.gfile.join(base_path, _staging_name(version))
             tf.io.gfile.makedirs(staged[base_path])
             write_savedmodel(staged[base_path])

@@ -44,6 +44,8 @@ CUINIT_FAILED = ("E0000 00:00:1795515377.543426     941 cuda_platform.cc:52] fai
 # A C++ log line of any level (glog format), and absl's banner: none of them is the tool's.
 CPP_LOG_LINE = re.compile(r"^[IWEF]\d{4} [\d:.]+ +\d+ \w+\.cc:\d+\] |^WARNING: All log messages",
                           re.MULTILINE)
+# absl's prefix of a Python log line.
+ABSL_PREFIX = re.compile(r"^[IWEF]\d{4} [\d:.]+ +\d+ \w+\.py:\d+\] ", re.MULTILINE)
 
 
 @pytest.fixture(scope="module")
@@ -172,7 +174,11 @@ def test_run_pretraining_with_its_default_strategy_prints_no_tensorflow_log_line
         "--train_batch_size=4", "--num_train_steps=2", "--nojit_compile",
         f"--export_dir={tmp_path}/out/export")
     assert result.returncode == 0, result.stderr[-3000:]
-    assert "(--strategy=mirrored)" in result.stderr  # the default, which logged the first line
+    # The package's log lines read as the tool's own, without absl's prefix of level, date,
+    # time, thread and source line ("I1201 06:57:12.203504 139719929355136 squad.py:271] ").
+    assert not ABSL_PREFIX.search(result.stderr), result.stderr
+    assert (f"Training on 1 text file(s) on 1 replica(s) (--strategy=mirrored)"
+            in result.stderr.splitlines())  # the default, which logged the first line
     assert f"Exported the encoder (with its masked-LM head) to {tmp_path}/out/export/2" in (
         result.stderr)
     assert "INFO:tensorflow" not in result.stderr

@@ -5,7 +5,6 @@ the tool's own lines."""
 
 import json
 import math
-import os
 import re
 
 import numpy as np
@@ -13,16 +12,11 @@ import pytest
 
 from tests.cli.user_runs import run_as_user
 from tests.data.pretraining.records import write_pretraining_records
-from tests.resources import REPO_ROOT
 from tests.tools.test_run_pretraining import CONFIG
 from tests.tools.tool_runs import scalar_curves
 from tests.training.test_schedule import googles_learning_rate
 
 BATCH = 8
-# The source files of this package: the only ones whose log lines a tool shows by default.
-OWN_FILES = {name for _, _, names in os.walk(os.path.join(REPO_ROOT, "bert_tf"))
-             for name in names if name.endswith(".py")}
-LOG_LINE = re.compile(r"[IWEF]\d{4} [\d:.]+ +\d+ ([\w.]+):\d+\] ")
 
 
 @pytest.fixture(scope="module")
@@ -99,9 +93,10 @@ def test_tensorboard_gets_examples_per_second(job, resumed_run):
 
 
 @pytest.mark.parametrize("run", ["first_run", "resumed_run"])
-def test_stderr_holds_only_the_tools_own_lines(run, request):
-    stderr = request.getfixturevalue(run).stderr
-    assert stderr.strip(), "the tool says what it trains on and restores"
-    for line in stderr.splitlines():
-        match = LOG_LINE.match(line)
-        assert match and match[1] in OWN_FILES, line
+def test_stderr_holds_only_the_tools_own_lines(job, run, request):
+    _, output_dir = job
+    own_lines = ["Training on 1 record file(s) on 1 replica(s) (--strategy=cpu)"]
+    if run == "resumed_run":
+        own_lines.append(f"Restored {output_dir}/ckpt-20 at step 20")
+    # Its log lines as plain lines of its own: no absl, C++ or Python logging prefix.
+    assert request.getfixturevalue(run).stderr.splitlines() == own_lines

@@ -201,6 +201,9 @@ def test_versions_are_world_readable_whatever_the_umask(tmp_path, private_umask)
         directory, BertEncoder(tiny_config(num_hidden_layers=1)), vocab_file, True))
     assert path == os.path.join(base, "1")
     assert modes(base)["."] == 0o755   # created by write_version: servers list versions in it
+    # So is the directory made for it (a --hub_dir made for its first model), or the server's
+    # user could not reach the models under it.
+    assert modes(str(tmp_path / "models"))["."] == 0o755
     assert_world_readable(path)
     assert "assets/vocab.txt" in modes(path)
 

@@ -367,8 +367,6 @@ def squad_features(examples, tokenizer, max_seq_length, doc_stride, max_query_le
         if progress_every and done % progress_every < _TOKENIZE_CHUNK:
             logger.info("Windowed %d/%d questions (%d features)", done, len(kept),
                         len(rows["example_index"]))
-    if progress_every:
-        logger.info("%d questions -> %d features", len(examples), len(rows["example_index"]))
 
     def array(name, dtype, shape):
         return np.asarray(rows[name], dtype).reshape(shape)
