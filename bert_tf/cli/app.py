@@ -134,13 +134,14 @@ class _ToolLines(logging.Formatter):
         return f"{self.tool}: {record.levelname.lower()}: {message}"
 
 
-def _quiet_libraries(tool):
+def _quiet_libraries(tool, timestamped):
     """Keeps the libraries' warnings and log lines off a tool's console: Python warnings
     (Keras' "renamed to unknown_..." and the like), and log records below ERROR that do not
     come from this package (TensorFlow's "Sharding callback duration: 33 microseconds" at
     every checkpoint, "Using MirroredStrategy with devices ..."). They speak of the libraries'
     internals, not of the user's job; --verbosity=1 shows them. The records left are written
-    as the tool's own lines (`_ToolLines`).
+    as the tool's own lines (`_ToolLines`), or with absl's prefix if `timestamped` (a server's
+    log, read afterwards, needs the time of each line).
 
     The filter goes on absl's handler and on the handlers of TensorFlow's Python logger: a
     TensorFlow first imported before absl set up logging gave that logger a handler of its own
@@ -149,7 +150,8 @@ def _quiet_libraries(tool):
     only_own_records = _OwnRecordsBelowError()
     for handler in [absl_logging.get_absl_handler(), *logging.getLogger("tensorflow").handlers]:
         handler.addFilter(only_own_records)
-        handler.setFormatter(_ToolLines(tool))
+        if not timestamped:
+            handler.setFormatter(_ToolLines(tool))
 
 
 class _LineTrackingStdout:
@@ -185,13 +187,15 @@ def _silent_on_keyboard_interrupt(excepthook):
     return hook
 
 
-def run_tool(main, define_flags):
+def run_tool(main, define_flags, timestamped_logs=False):
     """Runs the tool whose `main` is given (see the module docstring) on `sys.argv`.
 
     Args:
         main: the tool's main function, without arguments; its module names the tool and
             gives the usage text.
         define_flags: a function defining the tool's flags (with the shared groups it uses).
+        timestamped_logs: whether its log lines keep absl's prefix with their time (a
+            server's), instead of reading as its other lines.
     """
     tool_module = sys.modules[main.__module__]
     tool = main.__module__.rsplit(".", 1)[-1]
@@ -202,7 +206,7 @@ def run_tool(main, define_flags):
 
     def main_with_one_line_errors(_argv):  # parse_flags refused any beyond the program
         if FLAGS.verbosity < 1:
-            _quiet_libraries(tool)
+            _quiet_libraries(tool, timestamped_logs)
         stdout = sys.stdout = _LineTrackingStdout(sys.stdout)
         try:
             return main()

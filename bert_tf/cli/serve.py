@@ -94,4 +94,4 @@ def main():
 
 
 def run():
-    run_tool(main, define_flags)
+    run_tool(main, define_flags, timestamped_logs=True)

@@ -5,6 +5,7 @@ makes each process slow to start, so the in-process tests cover the option varia
 import http.client
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -46,6 +47,9 @@ def test_serves_grpc_and_rest_then_stops_on_sigterm(serve_process, toy_base_path
     process.process.send_signal(signal.SIGTERM)
     code, output = process.finish()
     assert code == 0, output
+    # A server's log lines keep their time (the job tools' read as plain lines instead).
+    assert re.search(r"^I\d{4} [\d:.]+ +\d+ model_manager\.py:\d+\] Serving version 1 of "
+                     r"model 'movies'$", output, re.MULTILINE), output
 
 
 @pytest.mark.parametrize("flag", ["--port=70000", "--port=-5", "--rest_api_port=99999"])
