@@ -148,13 +148,16 @@ class ModelServer:
 
     def stop(self, grace_seconds=5.0):
         """Stops taking requests, lets running ones finish (up to `grace_seconds`), unloads."""
+        # Both servers stop taking requests at once and share the grace period.
+        grpc_stopped = (self._grpc_server.stop(grace_seconds)
+                        if self._grpc_server is not None else None)
         if self._rest_thread is not None:
             self._rest_server.shutdown()
             self._rest_thread.join()
         if self._rest_server is not None:
-            self._rest_server.server_close()
-        if self._grpc_server is not None:
-            self._grpc_server.stop(grace_seconds).wait()
+            self._rest_server.server_close(grace_seconds)
+        if grpc_stopped is not None:
+            grpc_stopped.wait()
         self.manager.stop()
 
 

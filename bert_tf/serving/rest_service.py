@@ -154,10 +154,12 @@ class RestApiServer(http.server.HTTPServer):
         logging.info("REST connection from %s ended: %s: %s", client_address[0],
                      type(error).__name__, error)
 
-    def server_close(self):
-        """Closes the port and the open connections, so that no worker waits for a client."""
+    def server_close(self, grace_seconds=0.0):
+        """Closes the port and the open connections, so that no worker waits for a client: the
+        idle ones at once, those with a request in progress once it is answered (up to
+        `grace_seconds`: a rolling restart's SIGTERM must not cut answers off)."""
         super().server_close()
-        self._connections.close()
+        self._connections.close(grace_seconds)
         self._workers.shutdown(wait=True, cancel_futures=True)
 
 
@@ -184,6 +186,7 @@ class _Connections:
         self._parked = {}  # connection -> (client address, parked at), longest-parked first
         self._changes = []  # (watch?, connection) for the watching thread to apply, in order
         self._closed = False
+        self._busy_left = threading.Condition(self._lock)  # notified as connections close
         self._selector = selectors.DefaultSelector()
         self._wake_up, self._waker = socket.socketpair()
         self._wake_up.setblocking(False)
@@ -214,6 +217,8 @@ class _Connections:
         with self._lock:
             if self._closed:
                 connection.close()
+                self._open.discard(connection)
+                self._busy_left.notify_all()
                 return
             self._parked[connection] = (client_address, time.monotonic())
             self._changes.append((True, connection))
@@ -223,19 +228,26 @@ class _Connections:
         """Forgets a connection its worker closed."""
         with self._lock:
             self._open.discard(connection)
+            self._busy_left.notify_all()
 
-    def close(self):
-        """Stops watching, closes the parked connections and wakes the workers reading the
-        others (their reads end)."""
+    def close(self, grace_seconds=0.0):
+        """Stops watching and closes the parked connections; lets the workers answer the
+        requests in progress for up to `grace_seconds` (their connections then close instead
+        of being parked), and wakes those still reading after it (their reads end)."""
         with self._lock:
             self._closed = True
-            for connection in self._open - self._parked.keys():
+            self._wake()
+        self._thread.join()
+        deadline = time.monotonic() + grace_seconds
+        with self._lock:
+            while ((busy := self._open - self._parked.keys())
+                   and (remaining := deadline - time.monotonic()) > 0):
+                self._busy_left.wait(remaining)
+            for connection in busy:
                 try:
                     connection.shutdown(socket.SHUT_RDWR)
                 except OSError:
                     pass
-            self._wake()
-        self._thread.join()
 
     def _wake(self):
         """Makes the watching thread's select return (called holding the lock)."""
@@ -385,11 +397,14 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             always_print_fields_with_no_presence=True)
 
     def _post(self, path):
-        # Until the body is read, the connection cannot carry another request.
+        # What the client asked for ("Connection: close", HTTP/1.0 without keep-alive), as the
+        # request's headers set it; until the body is read, the connection cannot carry another
+        # request whatever it asked.
+        client_closes = self.close_connection
         self.close_connection = True
         with contextlib.ExitStack() as held:  # the body's share of the admission budget
             raw_body = self._body(held)
-            self.close_connection = False
+            self.close_connection = client_closes
             match = _POST.fullmatch(path)
             if not match:
                 raise _malformed("POST", path)

@@ -1,13 +1,18 @@
 """ModelServer's options and start-up failures, in process."""
 
+import http.client
+import json
 import os
+import threading
+import time
 
 import grpc
 import pytest
 import tensorflow as tf
 from tensorflow_serving.apis import get_model_status_pb2, model_service_pb2_grpc
 
-from bert_tf.serving import ModelServer, ServerOptions, ServingError, model_server
+from bert_tf.serving import (ModelServer, ServerOptions, ServingError, model_server,
+                             rest_service)
 
 
 def test_model_name_defaults_to_the_base_path_directory_name(toy_base_path):
@@ -118,3 +123,39 @@ def test_thread_pool_sizes_that_cannot_take_effect_are_refused(toy_base_path):
 def test_num_batch_threads_below_one_is_refused(toy_base_path):
     with pytest.raises(ValueError, match="num_batch_threads must be at least 1, got 0"):
         ServerOptions(model_base_path=toy_base_path, num_batch_threads=0)
+
+
+def test_stopping_lets_the_requests_in_progress_finish(toy_base_path, monkeypatch):
+    # SIGTERM (a rolling restart) cut REST requests in progress off ("Remote end closed
+    # connection without response"); gRPC's finished.
+    started = threading.Event()
+    predict = rest_service._Handler._predict
+
+    def slow_predict(handler, *args):
+        started.set()
+        time.sleep(1.0)
+        return predict(handler, *args)
+
+    monkeypatch.setattr(rest_service._Handler, "_predict", slow_predict)
+    server = ModelServer(ServerOptions(model_base_path=toy_base_path, port=0, rest_api_port=0,
+                                       file_system_poll_wait_seconds=0))
+    server.start()
+    answers = []
+
+    def ask():
+        connection = http.client.HTTPConnection("127.0.0.1", server.rest_api_port, timeout=30)
+        connection.request("POST", "/v1/models/toy:predict",
+                           body=json.dumps({"instances": ["abc"]}))
+        response = connection.getresponse()
+        answers.append((response.status, json.loads(response.read())))
+        connection.close()
+
+    client = threading.Thread(target=ask)
+    client.start()
+    try:
+        assert started.wait(30)
+    finally:
+        server.stop(grace_seconds=10)
+        client.join(30)
+    [(status, body)] = answers
+    assert status == 200 and body["predictions"][0]["length"] == 3, body

@@ -3,6 +3,7 @@
 import base64
 import http.client
 import json
+import socket
 
 import numpy as np
 import pytest
@@ -233,6 +234,25 @@ def test_classify_and_regress_as_tf_serving_answers_them(server):
                         {"signature_name": "tensorflow/serving/regress", "context": {"x": 2.0},
                          "examples": [{}, {"x": -0.5}]})
     assert (status, body) == (200, {"results": [4.0, -1.0]})
+
+
+@pytest.mark.parametrize("version, header", [("HTTP/1.1", "Connection: close\r\n"),
+                                             ("HTTP/1.0", "")])
+def test_a_client_that_asks_for_the_end_of_the_connection_gets_it_after_its_answer(
+        server, version, header):
+    # A POST's answer kept the connection open for IDLE_TIMEOUT_SECONDS (15 s) whatever the
+    # client asked: one reading its answer to the end of the stream waited that long.
+    body = json.dumps({"instances": ["four"]}).encode()
+    request = (f"POST /v1/models/toy:predict {version}\r\nHost: x\r\n{header}"
+               f"Content-Length: {len(body)}\r\n\r\n").encode() + body
+    with socket.create_connection(("127.0.0.1", server.rest_api_port), timeout=5) as client:
+        client.sendall(request)
+        answer = b""
+        while chunk := client.recv(65536):  # a timeout (5 s) fails the test
+            answer += chunk
+    head, _, payload = answer.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 200 ") and b"\r\nConnection: close" in head, head
+    assert json.loads(payload)["predictions"][0]["length"] == 4
 
 
 def test_connection_is_kept_alive_across_requests(server):
