@@ -38,6 +38,7 @@ SAVED_MODEL_FILE = "saved_model.pb"
 # assets.extra/ and SavedModel loaders nothing at all.
 INSTALL_RECORD = "assets.extra/bert_tf_installed_files.json"
 _HUB_MODULE = "tensorflow_hub"
+_INT64_MAX = (1 << 63) - 1
 _registered = []
 
 
@@ -82,16 +83,19 @@ def _install_hint(name):
 
 
 def version_numbers(names):
-    """The versions among the directory entries `names`: those named by a positive integer
-    (ASCII digits; a trailing "/", as gfile lists a bucket's directories, is ignored).
+    """The versions among the directory entries `names`: those named by a positive integer as
+    written by `str` (ASCII digits, no leading zero: the directory of version 10 is "10", not
+    "010") that fits TF Serving's int64 version numbers; a trailing "/", as gfile lists a
+    bucket's directories, is ignored.
 
     Example:
-        >>> version_numbers(["1", "12/", ".3-incomplete-5f2a", "0", "variables"])
+        >>> version_numbers(["1", "12/", ".3-incomplete-5f2a", "0", "010", "variables"])
         [1, 12]
     """
     entries = (name.rstrip("/") for name in names)
     return [int(entry) for entry in entries
-            if entry.isascii() and entry.isdigit() and int(entry) > 0]
+            if entry.isascii() and entry.isdigit() and entry[0] != "0"
+            and int(entry) <= _INT64_MAX]
 
 
 class _LocalFiles:

@@ -3,9 +3,11 @@
 The layout is TF Serving's: `<model_base_path>/<version>/saved_model.pb`, versions being
 integers. The directory is polled every `file_system_poll_wait_seconds`; a newer version is
 loaded beside the current one and swapped in only once loaded, so the model never stops
-answering, and the old version is unloaded after its in-flight requests finish. Write a new
-version elsewhere and rename it into the base path: a half-written directory fails to load, and
-a version that failed is not retried.
+answering, and the old version is unloaded after its in-flight requests finish. Best write a
+new version elsewhere and rename it into the base path: a directory still being copied in
+(`cp -r`) may fail to load; a version that failed is tried again once its files change (the
+copy went on), as TF Serving retries a failed load. A directory named like a number that is
+no version (`010`, one beyond int64) is ignored with a warning.
 
 Example:
     >>> manager = ModelManager("toy", "/models/toy", max_batch_size=32, batch_timeout_micros=1000,
@@ -46,7 +48,8 @@ class ModelManager:
         self._poll_wait = file_system_poll_wait_seconds
         self._current = None
         self._states = {}  # version -> (state, status code, message), as ServableStateMonitor
-        self._failed = set()
+        self._failed = {}  # version -> its files as they were when it failed to load
+        self._warned_names = set()
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._poller = None
@@ -79,36 +82,56 @@ class ModelManager:
         self._serve_newest(self._versions_on_disk())
 
     def _serve_newest(self, on_disk):
-        """Serves the newest of `on_disk` ({version: directory}, as _versions_on_disk)."""
-        newest = max(on_disk, default=None)
+        """Serves the newest of `on_disk` ({version: directory}, as _versions_on_disk) that
+        loads, of those newer than the one served (all of them when none is: a server whose
+        newest version is broken starts on the one before)."""
         current = self._current
-        if newest is None:
+        if not on_disk:
             if current is not None:
                 with self._lock:
                     self._current = None
                 self._retire(current)
             return
-        if (current is not None and current.version == newest) or newest in self._failed:
-            return
-        self._set_state(newest, _State.LOADING)
-        logging.info("Loading version %d of model '%s' from %s", newest, self.model_name,
-                     on_disk[newest])
-        try:
-            servable = Servable(on_disk[newest], newest, **self._servable_options)
-        except Exception as error:  # noqa: BLE001 -- a bad version must not stop the server
-            self._failed.add(newest)
-            code = (ServingError.from_tf_error(error).code if isinstance(error, tf.errors.OpError)
-                    else grpc.StatusCode.UNKNOWN)
-            self._set_state(newest, _State.END, code, f"Failed to load version {newest}: {error}")
-            logging.error("Version %d of model '%s' failed to load: %s", newest,
-                          self.model_name, error)
+        for version in sorted(on_disk, reverse=True):
+            if current is not None and version <= current.version:
+                return
+            servable = self._load(version, on_disk[version])
+            if servable is not None:
+                break
+        else:
             return
         with self._lock:
             replaced, self._current = self._current, servable
-            self._states[newest] = (_State.AVAILABLE, grpc.StatusCode.OK, "")
-        logging.info("Serving version %d of model '%s'", newest, self.model_name)
+            self._states[version] = (_State.AVAILABLE, grpc.StatusCode.OK, "")
+        logging.info("Serving version %d of model '%s'", version, self.model_name)
         if replaced is not None:
             self._retire(replaced)
+
+    def _load(self, version, directory):
+        """The version's `Servable`, or None if it fails to load (recorded in its state), or
+        failed before and its files are as they were then."""
+        files = _files_of(directory)
+        if version in self._failed:
+            if self._failed[version] == files:
+                return None
+            logging.info("Version %d of model '%s' changed since it failed to load: trying "
+                         "again", version, self.model_name)
+        self._set_state(version, _State.LOADING)
+        logging.info("Loading version %d of model '%s' from %s", version, self.model_name,
+                     directory)
+        try:
+            servable = Servable(directory, version, **self._servable_options)
+        except Exception as error:  # noqa: BLE001 -- a bad version must not stop the server
+            self._failed[version] = files
+            code = (ServingError.from_tf_error(error).code if isinstance(error, tf.errors.OpError)
+                    else grpc.StatusCode.UNKNOWN)
+            self._set_state(version, _State.END, code,
+                            f"Failed to load version {version}: {error}")
+            logging.error("Version %d of model '%s' failed to load: %s", version,
+                          self.model_name, error)
+            return None
+        self._failed.pop(version, None)
+        return servable
 
     @contextlib.contextmanager
     def servable(self, name, version=None, version_label=""):
@@ -165,8 +188,25 @@ class ModelManager:
         except OSError as error:
             logging.warning("Cannot list model base path %s: %s", self.model_base_path, error)
             return {}
+        self._warn_about_names_that_are_no_versions()
         return {version: os.path.join(self.model_base_path, str(version))
                 for version in versions}
+
+    def _warn_about_names_that_are_no_versions(self):
+        """Warns once of each directory named by digits that is not a version: one a user
+        meant as a version would otherwise be ignored without a word."""
+        try:
+            names = os.listdir(self.model_base_path)
+        except OSError:
+            return
+        for name in names:
+            if (name.isascii() and name.isdigit() and name not in self._warned_names
+                    and not version_numbers([name])
+                    and os.path.isdir(os.path.join(self.model_base_path, name))):
+                self._warned_names.add(name)
+                logging.warning("Ignoring %s: not a version number (versions are positive "
+                                "integers below 2**63, written without leading zeros)",
+                                os.path.join(self.model_base_path, name))
 
     def _no_version_yet(self):
         base = self.model_base_path
@@ -193,3 +233,18 @@ class ModelManager:
     def _set_state(self, version, state, code=grpc.StatusCode.OK, message=""):
         with self._lock:
             self._states[version] = (state, code, message)
+
+
+def _files_of(directory):
+    """{relative path: (size, modification time)} of the files under `directory`: what tells
+    a version that failed to load from the same version completed since."""
+    files = {}
+    for parent, _, names in os.walk(directory):
+        for name in names:
+            path = os.path.join(parent, name)
+            try:
+                info = os.stat(path)
+            except OSError:
+                continue
+            files[os.path.relpath(path, directory)] = (info.st_size, info.st_mtime_ns)
+    return files

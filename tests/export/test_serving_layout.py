@@ -166,6 +166,8 @@ def test_hub_names_resolve_to_the_latest_version_dir(tmp_path, monkeypatch):
     assert resolve_model_name("bert_tf_tiny") == os.path.join(str(base), "3")
     # "²" is a digit to str.isdigit but no version; gfile lists bucket directories with "/".
     assert version_numbers(["1", "12/", "\u00b2", "0", ".3-incomplete-x"]) == [1, 12]
+    # TF Serving's versions are int64; "010" would name version 10, whose directory is "10".
+    assert version_numbers([str(2**63 - 1), str(2**63), "010", "00"]) == [2**63 - 1]
 
 
 @pytest.fixture
