@@ -3,13 +3,16 @@ GetModelMetadata) and `ModelService` (GetModelStatus), over a `ModelManager`.
 
 They implement the servicers generated in `tensorflow-serving-api`, so clients written for
 `tensorflow_model_server` (its `PredictionServiceStub`, `ModelServiceStub`) work unchanged.
-MultiInference answers UNIMPLEMENTED. Every request holds its size of the server's
+MultiInference and HandleReloadConfigRequest answer UNIMPLEMENTED, and a request whose bytes
+are not its method's message INVALID_ARGUMENT (`UndecodableRequests`), each without a
+traceback in the server's log. Every request holds its size of the server's
 `Admission` budget while it runs, then its answer until the RPC ends (RESOURCE_EXHAUSTED when
 spent), and request tensors are checked against their claimed shapes before any array is built
 (`tensor_protos`).
 
 Example:
-    >>> server = grpc.server(futures.ThreadPoolExecutor(max_workers=16))
+    >>> server = grpc.server(futures.ThreadPoolExecutor(max_workers=16),
+    ...                      interceptors=[UndecodableRequests()])
     >>> add_services(server, manager, Admission(max_bytes=256 << 20))
     >>> server.add_insecure_port("127.0.0.1:8500"); server.start()
 """
@@ -38,6 +41,35 @@ def add_services(server, manager, admission):
                                                               server)
 
 
+class _Undecodable:
+    """A request whose bytes did not parse as its method's message."""
+
+    def __init__(self, message_type, error):
+        self.message_type = message_type
+        self.error = error
+
+
+class UndecodableRequests(grpc.ServerInterceptor):
+    """Hands the services a request that does not parse as an `_Undecodable`, which they
+    answer INVALID_ARGUMENT: gRPC itself answered INTERNAL ("Exception deserializing
+    request!") and logged a traceback for every such request."""
+
+    def intercept_service(self, continuation, handler_call_details):
+        handler = continuation(handler_call_details)
+        if handler is None or handler.request_deserializer is None:
+            return handler
+        parse = handler.request_deserializer
+        message_type = parse.__self__.DESCRIPTOR.full_name  # the message class's FromString
+
+        def tolerant_parse(data):
+            try:
+                return parse(data)
+            except Exception as error:  # noqa: BLE001 -- protobuf's DecodeError and kin
+                return _Undecodable(message_type, error)
+
+        return handler._replace(request_deserializer=tolerant_parse)
+
+
 def _answers_errors(method):
     """Sends a ServingError as the call's status and message, as TF Serving does; any other
     error is INTERNAL, logged in one line. The answer holds its size of the `Admission` budget
@@ -45,6 +77,10 @@ def _answers_errors(method):
     returns, as fast as the client reads."""
     @functools.wraps(method)
     def wrapper(self, request, context):
+        if isinstance(request, _Undecodable):
+            context.abort(grpc.StatusCode.INVALID_ARGUMENT,
+                          f"The request is not a valid {request.message_type}: "
+                          f"{request.error or 'it does not parse'}")
         try:
             response = method(self, request)
             release = self._admission.take(response.ByteSize(),
@@ -131,6 +167,9 @@ class PredictionService(prediction_service_pb2_grpc.PredictionServiceServicer):
             response.metadata[_SIGNATURE_DEF].Pack(servable.signature_def_map)
         return response
 
+    def MultiInference(self, request, context):  # noqa: N802
+        _unimplemented(context, "MultiInference")
+
 
 class ModelService(model_service_pb2_grpc.ModelServiceServicer):
     """GetModelStatus."""
@@ -144,6 +183,17 @@ class ModelService(model_service_pb2_grpc.ModelServiceServicer):
         if not request.HasField("model_spec"):
             raise ServingError(grpc.StatusCode.INVALID_ARGUMENT, "Missing ModelSpec")
         return self._manager.status(request.model_spec.name, _version(request.model_spec))
+
+    def HandleReloadConfigRequest(self, request, context):  # noqa: N802
+        _unimplemented(context, "HandleReloadConfigRequest")
+
+
+def _unimplemented(context, method):
+    # The generated servicer's default raised NotImplementedError: a traceback in the log.
+    context.abort(grpc.StatusCode.UNIMPLEMENTED,
+                  f"{method} is not implemented by this server; it serves one model from "
+                  f"--model_base_path (Predict, Classify, Regress, GetModelMetadata, "
+                  f"GetModelStatus).")
 
 
 def _fill_model_spec(model_spec, name, version, signature_name):

@@ -127,6 +127,7 @@ class ModelServer:
             concurrent.futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="grpc"),
             # RPCs beyond the workers and the queue are refused with RESOURCE_EXHAUSTED.
             maximum_concurrent_rpcs=workers + options.max_queued_requests,
+            interceptors=[grpc_service.UndecodableRequests()],
             options=[("grpc.max_receive_message_length", options.max_request_bytes),
                      ("grpc.max_send_message_length", -1),
                      # Without this a second server could silently share the port.

@@ -2,6 +2,7 @@
 SavedModel called directly."""
 
 import concurrent.futures
+import logging
 
 import grpc
 import numpy as np
@@ -10,7 +11,8 @@ import tensorflow as tf
 from tensorflow.core.framework import tensor_pb2
 from tensorflow.core.protobuf import saved_model_pb2
 from tensorflow_serving.apis import (classification_pb2, get_model_metadata_pb2,
-                                     get_model_status_pb2, predict_pb2, regression_pb2)
+                                     get_model_status_pb2, inference_pb2, model_management_pb2,
+                                     predict_pb2, regression_pb2)
 
 from tests.serving.conftest import MAX_BATCH_SIZE, MAX_REQUEST_BYTES
 from tests.serving.toy_models import CLASSIFY_SIGNATURE, REGRESS_SIGNATURE
@@ -307,3 +309,31 @@ def test_regress_finds_the_regress_method(prediction_stub):
     assert raised.value.details() == (
         f"Signature '{CLASSIFY_SIGNATURE}' cannot serve Regress: it must return 'outputs' only, "
         f"but it returns {{classes,scores}}.")
+
+
+def test_bytes_that_are_no_request_are_invalid_argument_without_a_traceback(
+        channel, prediction_stub, caplog):
+    # gRPC answered INTERNAL ("Exception deserializing request!") and logged a traceback for
+    # each: any client could fill the server's log.
+    predict = channel.unary_unary("/tensorflow.serving.PredictionService/Predict")
+    with pytest.raises(grpc.RpcError) as raised:
+        predict(b"\xff\xff\xff\xff\x0f", timeout=TIMEOUT)
+    assert raised.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert raised.value.details().startswith(
+        "The request is not a valid tensorflow.serving.PredictRequest: "), raised.value.details()
+    # The service still answers well-formed requests on the same channel.
+    response = prediction_stub.Predict(predict_request({"text": ["abc"]}), timeout=TIMEOUT)
+    assert outputs_of(response)["length"].tolist() == [3]
+    assert not [record for record in caplog.records if record.levelno >= logging.ERROR]
+
+
+def test_methods_this_server_does_not_offer_answer_unimplemented_without_a_traceback(
+        prediction_stub, model_stub, caplog):
+    calls = [(prediction_stub.MultiInference, inference_pb2.MultiInferenceRequest()),
+             (model_stub.HandleReloadConfigRequest, model_management_pb2.ReloadConfigRequest())]
+    for method, request in calls:
+        with pytest.raises(grpc.RpcError) as raised:
+            method(request, timeout=TIMEOUT)
+        assert raised.value.code() == grpc.StatusCode.UNIMPLEMENTED
+        assert "is not implemented by this server" in raised.value.details()
+    assert not [record for record in caplog.records if record.levelno >= logging.ERROR]
