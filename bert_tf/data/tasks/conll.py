@@ -18,6 +18,7 @@ Example:
     >>> write_conll_predictions("predictions.txt", sentences, predicted_tags)
 """
 
+import codecs
 import collections
 
 from bert_tf.metrics.sequence_labeling import get_entities
@@ -56,6 +57,8 @@ def read_conll(path, encoding="utf-8"):
     the file's first row. Raises `ConllFormatError` naming `path:line`."""
     with open(path, "rb") as f:
         data = f.read()
+    if codecs.lookup(encoding).name == "utf-8":
+        data = data.removeprefix(codecs.BOM_UTF8)  # as Windows editors start a file
     sentences, rows = [], []
     first_line, starts_document, num_columns = None, False, None
     for line_number, raw_line in enumerate(data.splitlines(), start=1):
@@ -167,11 +170,14 @@ def read_label_list(path):
 def write_conll_predictions(path, sentences, predicted_tags):
     """Writes `sentences` back in CoNLL format with the predicted tag appended to every row
     (`word POS chunk gold predicted`: what `conlleval` reads), documents and sentences
-    separated as in the input."""
+    separated as in the input. A document start is written as wide as its sentence's rows,
+    tagged `O` (`-DOCSTART- -X- -X- O O`): conlleval refuses a file whose rows differ in width."""
     with open(path, "w", encoding="utf-8") as f:
         for sentence, tags in zip(sentences, predicted_tags, strict=True):
             if sentence.starts_document:
-                f.write(f"{DOCUMENT_START} -X- -X- O\n\n")
+                width = len(sentence.rows[0])
+                row = [DOCUMENT_START] + ["-X-"] * (width - 2) + [OUTSIDE] * (width > 1)
+                f.write(" ".join(row + [OUTSIDE]) + "\n\n")
             for row, tag in zip(sentence.rows, tags, strict=True):
                 f.write(" ".join(row + [tag]) + "\n")
             f.write("\n")

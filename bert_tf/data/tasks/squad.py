@@ -120,10 +120,12 @@ def read_squad_file(path, articles=slice(None)):
     restricted to the `articles` slice. Raises `SquadFormatError` for a missing or unreadable
     file, invalid JSON or a top level that is not `{"data": [...]}`."""
     try:
-        with open(path, encoding="utf-8") as f:
+        with open(path, encoding="utf-8-sig") as f:  # a byte order mark, as Windows writes
             dataset = json.load(f)
     except FileNotFoundError:
         raise SquadFormatError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise SquadFormatError(f"{path}: a directory, not a SQuAD JSON file") from None
     except UnicodeDecodeError as e:
         raise SquadFormatError(f"{path}: not UTF-8 text (byte {e.start}): a SQuAD file is "
                                f"UTF-8 JSON") from None

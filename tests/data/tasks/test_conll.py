@@ -93,6 +93,30 @@ def test_predictions_round_trip(tmp_path):
     assert [s.tags for s in written] == predicted
     assert [[row[-2] for row in s.rows] for s in written] == [s.tags for s in sentences]
     assert [s.starts_document for s in written] == [True, False, True]
+    # Every row as wide as the others, document starts too: conlleval refused the file
+    # ("unexpected number of features: 5 (4)").
+    lines = [line.split() for line in open(output, encoding="utf-8") if line.strip()]
+    assert {len(line) for line in lines} == {5}
+    assert lines[0] == ["-DOCSTART-", "-X-", "-X-", "O", "O"]
+
+
+@pytest.mark.parametrize("width", [1, 2, 4])
+def test_a_document_start_is_written_as_wide_as_the_rows(tmp_path, width):
+    rows = ["EU" + " NNP" * (width - 2) + " B-ORG" * (width > 1), "rejects" + " x" * (width - 1)]
+    path = write(tmp_path, "-DOCSTART-\n\n" + "\n".join(rows) + "\n")
+    output = str(tmp_path / "predictions.txt")
+    write_conll_predictions(output, read_conll(path), [["B-ORG", "O"]])
+    lines = [line.split() for line in open(output, encoding="utf-8") if line.strip()]
+    assert [len(line) for line in lines] == [width + 1] * 3
+    assert lines[0][0] == "-DOCSTART-" and lines[0][-1] == "O"
+
+
+def test_a_byte_order_mark_is_not_read_as_a_word(tmp_path):
+    path = tmp_path / "bom.txt"
+    path.write_bytes(b"\xef\xbb\xbf" + CONLL.encode())
+    with_mark, without = read_conll(str(path)), read_conll(write(tmp_path, CONLL, "plain.txt"))
+    assert [s.rows for s in with_mark] == [s.rows for s in without]
+    assert with_mark[0].starts_document
 
 
 def test_real_conll2003_files():

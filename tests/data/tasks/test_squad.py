@@ -260,6 +260,15 @@ def test_files_in_the_wrong_format(tmp_path):
         read_squad_file(str(latin1))
     with pytest.raises(SquadFormatError, match=r"missing.json: no such file"):
         read_squad_file(str(tmp_path / "missing.json"))
+    with pytest.raises(SquadFormatError, match=r"squad: a directory, not a SQuAD JSON file"):
+        read_squad_file(str(tmp_path.joinpath("squad").mkdir() or tmp_path / "squad"))
+
+
+def test_a_byte_order_mark_is_read_past(tmp_path):
+    # Windows editors start a UTF-8 file with one: "Unexpected UTF-8 BOM" refused the file.
+    marked = tmp_path / "bom.json"
+    marked.write_bytes(b"\xef\xbb\xbf" + json.dumps(squad_json()).encode())
+    assert read_squad_file(str(marked)) == squad_json()["data"]
 
 
 def test_real_dev_answers_round_trip_with_minilm():
