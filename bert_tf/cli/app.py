@@ -24,6 +24,7 @@ Example (the end of bert_tf/cli/serve.py):
 
 import logging
 import os
+import signal
 import sys
 import traceback
 import warnings
@@ -221,6 +222,10 @@ def run_tool(main, define_flags, timestamped_logs=False):
             raise  # Python then ends the process by SIGINT, as a shell expects of it
         except Exception as error:  # noqa: BLE001 (every failure becomes one line)
             stdout.end_open_line()
+            if getattr(error, "signum", None) == signal.SIGINT:  # Ctrl-C saved training
+                print(f"{tool}: {error}", file=sys.stderr)
+                sys.excepthook = _silent_on_keyboard_interrupt(sys.excepthook)
+                raise KeyboardInterrupt from None  # ends the process by SIGINT, as Ctrl-C does
             verbose = FLAGS.verbosity >= 1
             if verbose:
                 traceback.print_exc()

@@ -36,7 +36,9 @@ from bert_tf.thread_pools import ops_side_by_side_on_cores
 from bert_tf.training.optimizers import create_optimizer
 from bert_tf.training.schedule import WarmupPolynomialDecay
 from bert_tf.training.summaries import ScalarSummaries, optimizer_step, passed_a_multiple
-from bert_tf.training.termination import TrainingTerminated, recording_sigterm, single_process
+from bert_tf.training.resumable_progbar import ResumableProgbar
+from bert_tf.training.termination import (TrainingTerminated, recording_stop_signals,
+                                          single_process)
 
 logger = logging.getLogger("bert_tf.training")
 
@@ -56,7 +58,7 @@ class _SaveEverySteps(keras.callbacks.Callback):
     several steps per host call (`steps_per_execution`), at the end of the call that passes a
     multiple of `steps`.
 
-    When `terminated` (a `termination.recording_sigterm` record) is true at the end of a host
+    When `terminated` (a `termination.recording_stop_signals` record) is true at the end of a host
     call, saves at that step and stops training (`stopped_at`: the step and checkpoint)."""
 
     def __init__(self, manager, steps, terminated=None):
@@ -91,21 +93,37 @@ class _SaveEverySteps(keras.callbacks.Callback):
 
 
 class _RealStepsProgbar(keras.callbacks.ProgbarLogger):
-    """Keras' progress bar, counting the steps each host call really ran: the optimizer's.
+    """Keras' progress bar over the job's optimizer steps, as many as each host call really ran.
 
     Keras' own `batch` counts `steps_per_execution` steps per call, the last call's too, which
     runs only the steps left (a 2,105-step SST-2 epoch at 10 per call showed 2110/2105 before
     2105/2105, a 6-step job 10/6), and Keras 3.10 passes the index of a call's first step, not
-    its last (3 steps per call counted 1, 4, 7 for 3, 6, 9).
+    its last (3 steps per call counted 1, 4, 7 for 3, 6, 9). A resumed job's bar starts at its
+    checkpoint's step (70/200, not 0/130; `ResumableProgbar`: the ETA from this run's steps),
+    and a job stopped early (SIGTERM) ends its bar where it stopped, not at the total.
     """
+
+    def __init__(self, num_train_steps):
+        super().__init__()
+        self.num_train_steps = num_train_steps
+        self._first_step = 0
 
     def on_train_begin(self, logs=None):
         super().on_train_begin(logs)
         self._first_step = optimizer_step(self.model)  # restored from its checkpoint, or 0
 
+    def _maybe_init_progbar(self):
+        if self.progbar is None:
+            self.progbar = ResumableProgbar(self.num_train_steps, self._first_step,
+                                            verbose=self.verbose, unit_name="step",
+                                            stateless_metrics=set())
+
     def on_train_batch_end(self, batch, logs=None):
         # ProgbarLogger shows `batch + 1` steps done.
-        super().on_train_batch_end(optimizer_step(self.model) - self._first_step - 1, logs)
+        super().on_train_batch_end(optimizer_step(self.model) - 1, logs)
+
+    def _finalize_progbar(self, logs):
+        self.progbar.update(self.seen, list((logs or {}).items()), finalize=True)
 
 
 class FineTuner:
@@ -198,13 +216,14 @@ class FineTuner:
         if start_step >= self.num_train_steps:
             logger.info("%s is already trained (%d steps)", self.output_dir, start_step)
             return None
-        # SIGTERM (preemption) saves at the end of the host call and raises TrainingTerminated
-        # instead of returning.
-        with recording_sigterm() as terminated:
+        # SIGTERM (preemption) or SIGINT (Ctrl-C) saves at the end of the host call and raises
+        # TrainingTerminated instead of returning.
+        with recording_stop_signals() as terminated:
             saving = _SaveEverySteps(self.manager, self.steps_per_checkpoint, terminated)
-            callbacks = [saving, ScalarSummaries(self.output_dir), _RealStepsProgbar()]
-            # One pass of the steps left: the progress bar's total and ETA are the real count
-            # (of this run: resumed at step 7 of 12, it counts to 5).
+            callbacks = [saving, ScalarSummaries(self.output_dir),
+                         _RealStepsProgbar(self.num_train_steps)]
+            # One pass of the steps left (the progress bar counts the job's steps: resumed at
+            # step 7 of 12, from 7 to 12).
             # The batches end there too: with several steps per host call, Keras' last call
             # stops at the end of the data, not at the next multiple of `steps_per_execution`.
             steps = self.num_train_steps - start_step

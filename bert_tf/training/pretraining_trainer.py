@@ -19,7 +19,7 @@ from bert_tf.training.resumable_progbar import ResumableProgbar
 from bert_tf.training.schedule import WarmupPolynomialDecay
 from bert_tf.training.summaries import write_scalars
 from bert_tf.training.termination import (AnyWorkerTerminated, TrainingTerminated,
-                                          recording_sigterm)
+                                          recording_stop_signals)
 from bert_tf.xla_host import host_jit_compile
 
 logger = logging.getLogger("bert_tf.training")
@@ -236,10 +236,10 @@ class PretrainingTrainer:
                                    stateful_metrics=_PROGRESS_METRICS)
         progbar.update(step)
         metrics = {}
-        # SIGTERM (preemption) to any worker saves at the end of the host call on every worker
-        # and raises TrainingTerminated.
+        # SIGTERM (preemption) or SIGINT (Ctrl-C) to any worker saves at the end of the host
+        # call on every worker and raises TrainingTerminated.
         any_worker_terminated = AnyWorkerTerminated(self.strategy)
-        with recording_sigterm() as terminated:
+        with recording_stop_signals() as terminated:
             while step < self.num_train_steps:
                 num_steps = min(steps_per_execution, self.num_train_steps - step,
                                 save_checkpoints_steps - step % save_checkpoints_steps)
@@ -254,14 +254,16 @@ class PretrainingTrainer:
                     "steps_per_second": num_steps / seconds})
                 writer.flush()  # a killed job keeps its curve up to the kill
                 progbar.update(step, [(name, metrics[name]) for name in _PROGRESS_METRICS])
-                stopping = (step < self.num_train_steps
-                            and any_worker_terminated(terminated))
-                if stopping or step % save_checkpoints_steps == 0 or step == self.num_train_steps:
+                stopped_by = (any_worker_terminated(terminated)
+                              if step < self.num_train_steps else None)
+                if (stopped_by or step % save_checkpoints_steps == 0
+                        or step == self.num_train_steps):
                     saved = manager.save(checkpoint_number=step)
-                    if stopping:  # no evaluation: the grace period before SIGKILL is short
+                    if stopped_by:  # no evaluation: the grace period before SIGKILL is short
                         self._remove_worker_copy(manager)
-                        raise TrainingTerminated(terminated.signum, step, os.path.join(
-                            output_dir, os.path.basename(saved)))  # the chief's
+                        raise TrainingTerminated(stopped_by, step, os.path.join(
+                            output_dir, os.path.basename(saved)),  # the chief's
+                            another_worker=not terminated)
                     if after_checkpoint:
                         after_checkpoint(step)
         writer.flush()

@@ -134,12 +134,12 @@ def test_a_short_last_call_ends_the_job_and_its_progress_bar_at_the_total(tmp_pa
     assert [path.rsplit("-", 1)[1] for path in interrupted.manager.checkpoints] == ["6", "7"]
     assert _bar_counts(capsys.readouterr().out) == [(3, 7), (6, 7), (7, 7), (7, 7)]
     # Resumed at 7: the calls run steps 8-10 (passing 10: saved) and 11-12; the bar counts
-    # this run's 5 steps (Keras' own count: 3, 6).
+    # the job's steps from 7 (Keras' own count: 3, 6 of 5).
     resumed = _tuner(str(tmp_path), steps_per_execution=3)
     resumed.train(_dataset_fn(), verbose=1)
     assert resumed.step == 12
     assert [path.rsplit("-", 1)[1] for path in resumed.manager.checkpoints] == ["10", "12"]
-    assert _bar_counts(capsys.readouterr().out) == [(3, 5), (5, 5), (5, 5)]
+    assert _bar_counts(capsys.readouterr().out) == [(10, 12), (12, 12), (12, 12)]
 
 
 def test_trains_without_tf_data_autotuning(tmp_path, monkeypatch):

@@ -24,6 +24,9 @@ SAVE_CHECKPOINTS_STEPS = 1000  # never due before the end: a checkpoint before i
 SECONDS_PER_BATCH = 0.02
 LINE = re.compile(r"^\S+: error: terminated \(SIGTERM(?: to another worker)?\) at step (\d+): "
                   r"saved (\S+/ckpt-(\d+)); run the same command to resume$", re.MULTILINE)
+# Ctrl-C: the same, as the tool's "interrupted" line; the process ends by SIGINT.
+INTERRUPTED_LINE = re.compile(r"^\S+: interrupted \(SIGINT\) at step (\d+): saved "
+                              r"(\S+/ckpt-(\d+)); run the same command to resume$", re.MULTILINE)
 
 
 def _slowed(dataset):
@@ -114,7 +117,7 @@ def _latest_summary_step(log_dir):
     return step
 
 
-def _terminate_after_step(process, log_dir, min_step, timeout=600):
+def _terminate_after_step(process, log_dir, min_step, timeout=600, signum=signal.SIGTERM):
     deadline = time.monotonic() + timeout
     while _latest_summary_step(log_dir) < min_step:
         if process.poll() is not None:
@@ -123,17 +126,20 @@ def _terminate_after_step(process, log_dir, min_step, timeout=600):
             process.kill()
             pytest.fail(f"no step {min_step} within {timeout} s: {process.communicate()}")
         time.sleep(0.2)
-    process.send_signal(signal.SIGTERM)
+    process.send_signal(signum)
     return process.communicate(timeout=timeout)
 
 
-def _check_preempted_then_resumed(kind, output_dir, min_step, input_file=""):
+def _check_preempted_then_resumed(kind, output_dir, min_step, input_file="",
+                                  signum=signal.SIGTERM):
     import tensorflow as tf
 
     process = _run(kind, output_dir, input_file)
-    _, stderr = _terminate_after_step(process, os.path.join(output_dir, "train"), min_step)
-    assert process.returncode == 1, stderr
-    match = LINE.search(stderr)
+    _, stderr = _terminate_after_step(process, os.path.join(output_dir, "train"), min_step,
+                                      signum=signum)
+    interrupted = signum == signal.SIGINT
+    assert process.returncode == (-signal.SIGINT if interrupted else 1), stderr
+    match = (INTERRUPTED_LINE if interrupted else LINE).search(stderr)
     assert match, stderr
     step = int(match.group(1))
     assert min_step <= step < NUM_TRAIN_STEPS and int(match.group(3)) == step
@@ -200,6 +206,12 @@ def test_sigterm_to_one_worker_stops_every_worker_at_one_checkpoint_then_resumes
 def test_fine_tuning_saves_and_stops_on_sigterm_then_resumes(tmp_path):
     # ScalarSummaries writes every 50 steps: the first write is the sign training runs.
     _check_preempted_then_resumed("fine_tuning", str(tmp_path / "out"), 50)
+
+
+def test_ctrl_c_saves_and_stops_fine_tuning_too(tmp_path):
+    # Ctrl-C lost every step since the last checkpoint (1,000 steps apart by default).
+    _check_preempted_then_resumed("fine_tuning", str(tmp_path / "out"), 50,
+                                  signum=signal.SIGINT)
 
 
 def test_multi_worker_fine_tuning_is_refused_in_one_line(tmp_path):
