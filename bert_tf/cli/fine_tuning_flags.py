@@ -147,16 +147,17 @@ def check_flags(data_flags, data_files=None, tool_problems=(), outputs=(), segme
 
 
 def max_seq_length_problem(segments=1):
-    """Why --max_seq_length cannot hold inputs of `segments` texts (1, or 2 for pairs): [CLS]
-    and one [SEP] per segment must fit (`BertPacker`'s rule); None otherwise. Checked with the
-    flags because the packer meets it only inside the traced tf.data pipeline, after the model
-    loaded, where its error reaches the user as a TensorFlow traceback."""
-    need = segments + 1
+    """Why --max_seq_length cannot hold inputs of `segments` texts (1, or 2 for pairs): [CLS],
+    one [SEP] per segment and a word piece of each text must fit (with the special tokens alone,
+    `BertPacker`'s own bound, the model would train on no text at all); None otherwise. Checked
+    with the flags because the packer meets its bound only inside the traced tf.data pipeline,
+    after the model loaded, where its error reaches the user as a TensorFlow traceback."""
+    need = 2 * segments + 1
     if FLAGS.max_seq_length >= need:
         return None
     inputs = {1: "a text", 2: "a sentence pair"}.get(segments, f"{segments} texts")
     return (f"--max_seq_length {FLAGS.max_seq_length} cannot hold {inputs}: it needs at least "
-            f"{need} ([CLS] and one [SEP] per segment)")
+            f"{need} ([CLS], one [SEP] per segment and a word piece of each text)")
 
 
 def _hugging_face_model_problem(output_dir):
@@ -237,7 +238,7 @@ TRAINING_SETTINGS = ("learning_rate", "train_batch_size", "num_train_epochs", "n
                      "warmup_proportion", "max_seq_length", "seed")
 
 
-def prepare_output_dir(encoder, vocab_file, tool, task=None):
+def prepare_output_dir(encoder, vocab_file, tool, task=None, training_examples=None):
     """Writes `bert_config.json`, `vocab.txt`, `run.json` and the casing
     (`do_lower_case_from_flags`) into --output_dir (`record_run`:
     its checkpoints are then complete for `bert-tf-export-savedmodel` and as an
@@ -247,11 +248,12 @@ def prepare_output_dir(encoder, vocab_file, tool, task=None):
     It checks, so that nothing is written otherwise: that the
     encoder's vocab_size fits the vocabulary, that --output_dir holds no run of another model
     or task (`check_existing_run`; `tool` and `task`, e.g. "run_classifier" and "SST-2", name
-    this run's) nor, with --do_train, one trained with other `TRAINING_SETTINGS`, and, without
-    --do_train, that it has a checkpoint to use.
+    this run's) nor, with --do_train, one trained with other `TRAINING_SETTINGS` or on another
+    number of `training_examples` (other data: a run resumed on it would mix the two), and,
+    without --do_train, that it has a checkpoint to use.
 
     Example (in run_classifier):
-        common.prepare_output_dir(encoder, vocab_file, "run_classifier", task.name)
+        common.prepare_output_dir(encoder, vocab_file, "run_classifier", task.name, len(train))
     """
     import tensorflow as tf
 
@@ -267,6 +269,8 @@ def prepare_output_dir(encoder, vocab_file, tool, task=None):
                  # --num_train_steps overrides the epochs: they say nothing of the schedule.
                  if not (name == "num_train_epochs" and FLAGS.num_train_steps)}
                 if FLAGS.do_train else None)
+    if training is not None and training_examples is not None:
+        training["training_examples"] = training_examples
     check_existing_run(FLAGS.output_dir, encoder.config, vocab_file, tool, task, training)
     record_run(FLAGS.output_dir, encoder.config, vocab_file, tool, task,
                do_lower_case_from_flags(), training)

@@ -226,7 +226,8 @@ def main():
     # Before prepare_output_dir: it refuses a vocabulary without [UNK], [CLS], [SEP] or [PAD].
     preprocessor = BertPreprocessor(vocab_file, do_lower_case, FLAGS.max_seq_length)
     encoder = common.encoder_from_flags()
-    common.prepare_output_dir(encoder, vocab_file, "run_classifier", task.name)
+    common.prepare_output_dir(encoder, vocab_file, "run_classifier", task.name,
+                              len(train) if train else None)
     classifier = BertClassifier(encoder, num_classes=task.num_outputs)
     if task.is_regression:
         loss, metrics = keras.losses.MeanSquaredError(), None

@@ -96,7 +96,8 @@ def fine_tune(vocab_file):
     prediction = _read("predict", False, tokenizer) if FLAGS.do_predict else None
 
     encoder = common.encoder_from_flags()
-    common.prepare_output_dir(encoder, vocab_file, "run_multiple_choice")
+    common.prepare_output_dir(encoder, vocab_file, "run_multiple_choice",
+                              training_examples=len(train) if train else None)
     model = BertMultipleChoice(encoder)
     loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
     tuner = common.fine_tuner_from_flags(

@@ -160,7 +160,8 @@ def fine_tune(tokenizer_vocab):
                                                     f"{mode} data {path}"))
 
     encoder = common.encoder_from_flags()
-    common.prepare_output_dir(encoder, tokenizer_vocab, "run_ner")
+    common.prepare_output_dir(encoder, tokenizer_vocab, "run_ner",
+                              training_examples=len(data["train"][2]) if FLAGS.do_train else None)
     if FLAGS.do_train:  # only now: a run stopped by bad data leaves no list to block its rerun
         with replacing(os.path.join(FLAGS.output_dir, LABEL_LIST_FILE)) as temporary:
             conll.write_label_list(temporary, labels)

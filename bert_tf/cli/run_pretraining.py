@@ -458,9 +458,18 @@ def main():
             gradient_accumulation_steps=job.gradient_accumulation_steps)
     except ValueError as e:  # e.g. a batch that does not split over replicas
         raise app.UsageError(f"{e} (--train_batch_size, --gradient_accumulation_steps)") from e
+    init_checkpoint = job.init_checkpoint
+    if init_checkpoint and job.do_train and not tf.train.latest_checkpoint(job.output_dir):
+        # Before the run is recorded: a checkpoint that does not fit the model would leave a
+        # run of this model in --output_dir, which would refuse the corrected command.
+        trainer.initialize_from(init_checkpoint)
+        init_checkpoint = None
     chief = distribution.is_chief(strategy)
     if chief:  # the checkpoints are then complete for the fine-tuning tools' --init_checkpoint
-        record_run(job.output_dir, config, job.vocab_file, _TOOL)
+        # The casing travels with the vocabulary (the export's and bert-tf-install-hub-model's
+        # default): a cased run installed as uncased would lower-case its inputs.
+        record_run(job.output_dir, config, job.vocab_file, _TOOL,
+                   do_lower_case=job.do_lower_case if job.vocab_file else None)
     evaluation = (HeldOutEvaluation(trainer, eval_files, *eval_lengths, job.eval_batch_size,
                                     job.output_dir, job.max_eval_steps, chief)
                   if job.do_eval else None)
@@ -483,7 +492,7 @@ def main():
                 job.output_dir, steps_per_execution=job.steps_per_execution,
                 save_checkpoints_steps=job.save_checkpoints_steps,
                 keep_checkpoint_max=job.keep_checkpoint_max,
-                init_checkpoint=job.init_checkpoint,
+                init_checkpoint=init_checkpoint,
                 after_checkpoint=(lambda step: evaluation()) if job.eval_every_checkpoint
                 else None)
     elif tf.train.latest_checkpoint(job.output_dir):

@@ -201,7 +201,8 @@ def main():
                if FLAGS.do_eval or FLAGS.do_predict else None)
 
     encoder = common.encoder_from_flags()
-    common.prepare_output_dir(encoder, vocab_file, "run_squad")
+    common.prepare_output_dir(encoder, vocab_file, "run_squad",
+                              training_examples=len(train[2]) if train else None)
     # The paper's loss: the mean of the start and end cross-entropies.
     cross_entropy = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
     tuner = common.fine_tuner_from_flags(

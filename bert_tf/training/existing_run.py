@@ -107,8 +107,10 @@ def _training_differences(recorded, training):
     keys = [key for key in training if key in theirs and theirs[key] != training[key]]
     if not keys:
         return []
-    return ["--" + ", --".join(f"{key} {theirs[key]} there, {training[key]} here"
-                               for key in keys)]
+    # A flag's name, or what a setting that is no flag says (the data: its examples' count).
+    names = {"training_examples": "training examples (other data)"}
+    return [", ".join(f"{names.get(key, '--' + key)} {theirs[key]} there, {training[key]} here"
+                      for key in keys)]
 
 
 def check_existing_run(output_dir, config, vocab_file, tool, task=None, training=None):

@@ -195,10 +195,16 @@ class PretrainingTrainer:
         if latest:
             self.restore(latest)  # resuming wins over --init_checkpoint, as in Google's tools
         elif init_checkpoint:
-            report = restore_weights(self.model, init_checkpoint)
-            logger.info("Initialised the encoder%s from %s",
-                        " and the pre-training heads" if report.heads_loaded else "",
-                        init_checkpoint)
+            self.initialize_from(init_checkpoint)
+
+    def initialize_from(self, init_checkpoint):
+        """Loads the encoder's weights (and the pre-training heads', when it has them) from
+        `init_checkpoint` (any format `bert_tf.checkpoints.restore_weights` reads); ValueError
+        naming what does not fit the model."""
+        report = restore_weights(self.model, init_checkpoint)
+        logger.info("Initialised the encoder%s from %s",
+                    " and the pre-training heads" if report.heads_loaded else "",
+                    init_checkpoint)
 
     def train(self, dataset_fn, output_dir, *, steps_per_execution=1, save_checkpoints_steps=1000,
               keep_checkpoint_max=5, init_checkpoint=None, progress=True, after_checkpoint=None):

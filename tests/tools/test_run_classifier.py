@@ -542,7 +542,8 @@ def test_a_run_refused_before_training_leaves_output_dir_as_it_was(workspace, tm
              "--do_train"]
     result = run_tool("run_classifier.py", *workspace["model"], *flags, "--max_seq_length=1")
     assert error_output(result) == ("run_classifier: error: --max_seq_length 1 cannot hold a "
-                                    "text: it needs at least 2 ([CLS] and one [SEP] per segment)")
+                                    "text: it needs at least 3 ([CLS], one [SEP] per segment and "
+                                    "a word piece of each text)")
     assert os.listdir(output_dir) == []
     no_unk = tmp_path / "vocab.txt"
     no_unk.write_text("".join(f"{token}\n" for token in VOCAB if token != "[UNK]"))
@@ -561,10 +562,10 @@ def test_a_max_seq_length_too_short_for_a_sentence_pair_is_a_flag_error(workspac
                                   for text, label in _sentences(8, seed=3)]])
     result = run_tool("run_classifier.py", *workspace["model"], "--task_name=MRPC",
                       f"--data_dir={mrpc}", f"--output_dir={tmp_path / 'out'}", "--do_train",
-                      "--max_seq_length=2")
+                      "--max_seq_length=4")
     assert error_output(result) == (
-        "run_classifier: error: --max_seq_length 2 cannot hold a sentence pair: it needs at "
-        "least 3 ([CLS] and one [SEP] per segment)")
+        "run_classifier: error: --max_seq_length 4 cannot hold a sentence pair: it needs at "
+        "least 5 ([CLS], one [SEP] per segment and a word piece of each text)")
     assert not (tmp_path / "out").exists()
 
 

@@ -150,5 +150,5 @@ def test_a_max_seq_length_too_short_for_a_pair_is_a_flag_error(data, tmp_path):
                                                             "--max_seq_length=2"))
     assert error_output(result) == (
         "run_multiple_choice: error: --max_seq_length 2 cannot hold a sentence pair: it needs "
-        "at least 3 ([CLS] and one [SEP] per segment)")
+        "at least 5 ([CLS], one [SEP] per segment and a word piece of each text)")
     assert not (tmp_path / "out").exists()

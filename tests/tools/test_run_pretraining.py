@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from bert_tf.checkpoints.sources import stated_lower_case
 from bert_tf.config import BertConfig
 from bert_tf.text.bert_tokenizer import BertTokenizer
 from bert_tf.training.existing_run import is_run_output
@@ -256,6 +257,44 @@ def test_text_that_is_not_utf8_is_warned_of_before_training(tmp_path):
         f"--input_text_file: lines that are not valid UTF-8 are skipped: {latin1}: 2 of 5 "
         f"lines read; convert the text to UTF-8 (e.g. iconv -f latin1 -t utf-8)")
     assert latest_step(tmp_path / "out") == 1
+
+
+@pytest.mark.parametrize("casing_flag, lower_case", [("--nodo_lower_case", False),
+                                                     ("--do_lower_case", True)])
+def test_the_casing_of_a_raw_text_run_is_recorded_for_the_tools_that_read_it(
+        tmp_path, casing_flag, lower_case):
+    # A cased run installed by bert-tf-install-hub-model as uncased (its default when nothing
+    # states the casing), whose preprocessor then lower-cased text for a cased vocabulary.
+    write_corpus(tmp_path / "corpus.txt", numbered_documents([5] * 10, 4))
+    config = tmp_path / "bert_config.json"
+    config.write_text(json.dumps({**CONFIG, "vocab_size": len(VOCAB)}))
+    result = run_tool(TOOL, f"--bert_config_file={config}",
+                      f"--input_text_file={tmp_path / 'corpus.txt'}", casing_flag,
+                      f"--vocab_file={write_vocab(tmp_path)}", f"--output_dir={tmp_path / 'out'}",
+                      "--max_seq_length=16", "--max_predictions_per_seq=3",
+                      "--train_batch_size=4", "--num_train_steps=1", "--strategy=cpu",
+                      "--nojit_compile")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert stated_lower_case(str(tmp_path / "out"), default=None) is lower_case
+
+
+def test_an_init_checkpoint_that_does_not_fit_leaves_no_run_in_the_way(data, tmp_path):
+    # The failed run had recorded itself (bert_config.json, run.json) before loading the
+    # checkpoint: the corrected command was refused as "a run of another model".
+    other = tmp_path / "other_config.json"
+    other.write_text(json.dumps({**CONFIG, "hidden_size": 32, "num_attention_heads": 4}))
+    bigger = str(tmp_path / "bigger")
+    flags = [flag for flag in training_flags(data, bigger) if "bert_config_file" not in flag]
+    assert run_tool(TOOL, f"--bert_config_file={other}", *flags, "--num_train_steps=1",
+                    "--num_warmup_steps=0").returncode == 0
+    output_dir = str(tmp_path / "out")
+    flags = training_flags(data, output_dir)
+    failed = run_tool(TOOL, *flags, f"--init_checkpoint={bigger}")
+    assert "does not fit the model" in error_output(failed), failed.stderr
+    assert not os.path.exists(output_dir) or os.listdir(output_dir) == []
+    corrected = run_tool(TOOL, *flags, "--num_train_steps=2", "--num_warmup_steps=0")
+    assert corrected.returncode == 0, corrected.stderr[-3000:]
+    assert latest_step(output_dir) == 2
 
 
 def _files(directory):

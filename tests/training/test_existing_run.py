@@ -69,6 +69,24 @@ def test_a_run_trained_with_other_settings_is_refused(tmp_path):
     assert _contents(output_dir) == before
 
 
+def test_a_run_trained_on_other_data_is_refused(tmp_path):
+    # Re-run on other data (SQuAD articles 0:4 after 0:3), a finished run said "already
+    # trained" and an unfinished one resumed on the other data, silently.
+    vocab_file = write_vocab(str(tmp_path))
+    output_dir = str(tmp_path / "run")
+    settings = {"learning_rate": 1e-4, "training_examples": 1638}
+    record_run(output_dir, tiny_config(), vocab_file, "run_squad", training=settings)
+    check_existing_run(output_dir, tiny_config(), vocab_file, "run_squad", None, dict(settings))
+    with pytest.raises(ValueError) as error:
+        check_existing_run(output_dir, tiny_config(), vocab_file, "run_squad", None,
+                           {**settings, "training_examples": 2262})
+    assert str(error.value) == (
+        f"--output_dir {output_dir} holds a run with other training settings: training "
+        f"examples (other data) 1638 there, 2262 here; use a new --output_dir "
+        f"(--init_checkpoint={output_dir} starts from its weights), or its own flags to resume "
+        f"it")
+
+
 @pytest.mark.parametrize("config, vocab, tool, task, message", [
     (tiny_config(num_hidden_layers=3), VOCAB, "run_classifier", "SST-2",
      "holds a run of another model: bert_config.json differs in num_hidden_layers (2 there, 3 "

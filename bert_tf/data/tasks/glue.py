@@ -66,8 +66,12 @@ def _rows(path):
             if number == 1 and raw.startswith(codecs.BOM_UTF8):  # MRPC's files start with one
                 raw = raw[len(codecs.BOM_UTF8):]
             raw = raw.rstrip(b"\r\n")
-            if not raw:
+            if not raw.strip():  # blank, or spaces only: no example
                 continue
+            if b"\r" in raw:
+                raise ValueError(f"{path}:{number}: lines end in a lone carriage return (CR, "
+                                 f"as old Mac files do); GLUE files have one example per line, "
+                                 f"ending in LF or CRLF")
             try:
                 line = raw.decode("utf-8")
             except UnicodeDecodeError as error:
@@ -82,8 +86,17 @@ def _column_index(header, name, path, task, header_line):
     if name not in header:
         where = f"{path}:{header_line}" if header_line else path
         raise ValueError(f"{where}: no column {name!r}, which {task.name} needs; the columns "
-                         f"are {header}. Is this a {task.name} file in GLUE's TSV format?")
+                         f"are {_short_list(header)}. Is this a {task.name} file in GLUE's TSV "
+                         f"format?")
     return header.index(name)
+
+
+def _short_list(names, most=12, width=40):
+    """`names` for a one-line message: at most `most` of them, each cut to `width` characters
+    (a file that is no TSV makes one "column" of a whole line)."""
+    shown = [name if len(name) <= width else name[:width - 3] + "..." for name in names[:most]]
+    more = f", ... ({len(names)} columns)" if len(names) > most else ""
+    return "[" + ", ".join(map(repr, shown)) + more + "]"
 
 
 def _label(value, task, path, number):
@@ -139,7 +152,7 @@ def read_glue_tsv(path, task, labelled=True, skip_empty_texts=True):
         if len(fields) != len(header):
             raise ValueError(
                 f"{path}:{number}: {len(fields)} tab-separated column(s), expected "
-                f"{len(header)} ({', '.join(header)}); GLUE files have one example per line "
+                f"{len(header)} {_short_list(header)}; GLUE files have one example per line "
                 f"and no tabs inside texts")
         empty = [task.text_columns[i] for i, index in enumerate(text_indexes)
                  if not fields[index].strip()]

@@ -182,7 +182,7 @@ def test_blank_lines_and_crlf_line_ends_are_not_examples(tmp_path):
      r"dev.tsv:2: unknown label 'contradiction' in column 'label'; RTE's labels are "
      r"\['entailment', 'not_entailment'\]"),
     ([["sentence", "label"], ["fine", "1"], ["dull\t0"], ["a", "b", "c"]], "SST-2",
-     r"dev.tsv:4: 3 tab-separated column\(s\), expected 2 \(sentence, label\)"),
+     r"dev.tsv:4: 3 tab-separated column\(s\), expected 2 \['sentence', 'label'\]"),
     ([["sentence", "label"], ["fine"]], "SST-2",
      r"dev.tsv:2: 1 tab-separated column\(s\), expected 2"),
     ([["sentence1", "sentence2", "label"], ["A.", "B.", "1"]], "MRPC",
@@ -191,8 +191,8 @@ def test_blank_lines_and_crlf_line_ends_are_not_examples(tmp_path):
     ([["sentence"], ["fine"]], "SST-2", r"dev.tsv:1: no column 'label', which SST-2 needs"),
     ([["text,label"], ["fine,1"]], "SST-2", r"dev.tsv:1: no column 'sentence'"),
     ([["gj04", "1", ""], ["gj04", "0", "", "Read."]], "CoLA",
-     r"dev.tsv:1: 3 tab-separated column\(s\), expected 4 \(source, label, original_label, "
-     r"sentence\)"),
+     r"dev.tsv:1: 3 tab-separated column\(s\), expected 4 \['source', 'label', "
+     r"'original_label', 'sentence'\]"),
     ([["index", "sentence1", "sentence2", "score"], ["0", "A.", "B.", "high"]], "WNLI",
      r"dev.tsv:1: no column 'label'"),
     ([["index", "genre", "filename", "year", "old_index", "source1", "source2", "sentence1",
@@ -226,3 +226,28 @@ def test_missing_empty_and_non_utf8_files(tmp_path):
     with pytest.raises(ValueError, match=r"latin1.tsv:3: not UTF-8 text \(invalid "
                                          r"continuation byte at byte 3 of the line\)"):
         read_glue_tsv(path, task)
+
+
+def test_a_file_of_lone_carriage_returns_is_named_in_a_short_line(tmp_path):
+    # Old Mac line ends made the whole file one line: its 98,574-byte error listed every
+    # "column".
+    path = tmp_path / "dev.tsv"
+    path.write_bytes(b"sentence\tlabel\r" + b"a long enough sentence\t1\r" * 2000)
+    with pytest.raises(ValueError) as error:
+        read_glue_tsv(str(path), glue_task("SST-2"))
+    assert str(error.value) == (
+        f"{path}:1: lines end in a lone carriage return (CR, as old Mac files do); GLUE files "
+        f"have one example per line, ending in LF or CRLF")
+
+
+def test_a_header_of_many_columns_is_listed_short(tmp_path):
+    path = write_tsv(tmp_path / "dev.tsv", [[f"column {i} " * 10 for i in range(30)]])
+    with pytest.raises(ValueError) as error:
+        read_glue_tsv(path, glue_task("SST-2"))
+    assert len(str(error.value)) < 800 and "... (30 columns)" in str(error.value)
+
+
+def test_lines_of_spaces_are_skipped_as_blank_lines_are(tmp_path):
+    path = tmp_path / "dev.tsv"
+    path.write_text("sentence\tlabel\nfine\t1\n   \n\ndull\t0\n", encoding="utf-8")
+    assert read_glue_tsv(str(path), glue_task("SST-2")).texts == (["fine", "dull"],)
