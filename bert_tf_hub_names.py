@@ -75,7 +75,9 @@ class DamagedModelError(OSError):
 
 def _install_hint(name):
     encoder_name = name[:-len(PREPROCESS_SUFFIX)] if name.endswith(PREPROCESS_SUFFIX) else name
-    return (f"Install it (with {encoder_name}{PREPROCESS_SUFFIX}) from a checkpoint and its "
+    other = (f"with its encoder {encoder_name}" if encoder_name != name
+             else f"with {name}{PREPROCESS_SUFFIX}")
+    return (f"Install it ({other}) from a checkpoint and its "
             f"vocab.txt: bert-tf-install-hub-model --name={encoder_name} "
             f"--init_checkpoint=<checkpoint dir or prefix> [--vocab_file=<vocab.txt>] "
             f"[--nodo_lower_case], or bert_tf.hub.install_model(...). Set {HUB_DIR_ENV} to use "

@@ -138,9 +138,11 @@ def check_flags(data_flags, data_files=None, tool_problems=(), outputs=(), segme
         missing = [f"--do_{mode} needs --{name}" for name in names if not FLAGS[name].value]
         problems += missing
         name = (data_files or {}).get(mode)
-        if name and not missing and file_kind(data_path(name)) != "file":
-            problems.append(f"--do_{mode}: {data_path(name)} (--data_dir/--{name}) does not "
-                            f"exist")
+        kind = file_kind(data_path(name)) if name and not missing else "file"
+        if kind != "file":
+            what = {None: "does not exist", "directory": "is a directory, not a file"}.get(
+                kind, "is not a regular file")
+            problems.append(f"--do_{mode}: {data_path(name)} (--data_dir/--{name}) {what}")
     if problems:
         raise app.UsageError("; ".join(problems))
     size_thread_pools_from_flags()  # before the tool's first TensorFlow op

@@ -15,7 +15,8 @@ from tensorflow_hub import registry
 
 from bert_tf import BertConfig
 from bert_tf.hub import (HUB_DIR_ENV, DamagedModelError, ModelNotInstalledError,
-                         default_model_name, hub_dir, install_model, register_resolver)
+                         default_model_name, hub_dir, install_model, register_resolver,
+                         resolve_model_name)
 from bert_tf_hub_names import ModelNameResolver
 from bert_tf.text.bert_preprocessor import BertPreprocessor
 from tests.export.tiny_models import encoder_inputs, tiny_config, write_pretrained_checkpoint
@@ -429,3 +430,12 @@ def test_keras3_tfsm_layer_runs_the_installed_models_for_inference(model_dir, in
         np.testing.assert_array_equal(packed[key], value)
     np.testing.assert_allclose(encoder(packed)["pooled_output"],
                                installed[2].encoder(expected)["pooled_output"], atol=1e-5)
+
+
+def test_the_install_hint_of_a_missing_preprocessor_names_its_encoder(monkeypatch, tmp_path):
+    # It read "Install it (with bert_tf_nothing_preprocess)": the missing name itself.
+    monkeypatch.setenv(HUB_DIR_ENV, str(tmp_path))
+    with pytest.raises(ModelNotInstalledError) as error:
+        resolve_model_name("bert_tf_nothing_preprocess")
+    assert ("Install it (with its encoder bert_tf_nothing) from a checkpoint and its vocab.txt: "
+            "bert-tf-install-hub-model --name=bert_tf_nothing ") in str(error.value)

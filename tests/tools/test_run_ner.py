@@ -171,6 +171,12 @@ def test_bad_input_names_file_and_line(data, trained, tmp_path):
     assert result.returncode != 0
     assert f"--do_predict: {tmp_path}/test.txt (--data_dir/--predict_file) does not exist" in (
         result.stderr)
+    (tmp_path / "test.txt").mkdir()
+    result = run_tool("run_ner.py", *base_flags(data, tmp_path / "out", "--do_predict",
+                                                     data_dir=tmp_path))
+    assert result.returncode != 0
+    assert (f"--do_predict: {tmp_path}/test.txt (--data_dir/--predict_file) is a directory, "
+            f"not a file") in result.stderr
 
     for encoding in ("klingon", "base64"):  # no such codec; a codec of bytes, not of text
         result = run_tool("run_ner.py", *base_flags(data, tmp_path / "out", "--do_train",
