@@ -6,6 +6,7 @@ Example:
 """
 
 import contextlib
+import json
 import logging
 import os
 import re
@@ -92,6 +93,7 @@ def _multi_worker_strategy(quiet):
     came). So the waiting happens here first, in Python, for a bounded time; TensorFlow's own
     registration gets the same bound in case a worker dies in between.
     """
+    _check_tf_config()
     resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
     cluster = multi_worker_util.normalize_cluster_spec(resolver.cluster_spec())
     if (resolver.task_type not in _COORDINATED_JOBS
@@ -120,6 +122,46 @@ def _multi_worker_strategy(quiet):
             # inside _kept_back_unless_explained, rather than after the tool's one-line error.
             traceback.clear_frames(e.__traceback__)
             raise _workers_missing(not_joined, seconds) from e
+
+
+_TF_CONFIG_EXAMPLE = ('TF_CONFIG=\'{"cluster": {"worker": ["host1:port", "host2:port"]}, '
+                      '"task": {"type": "worker", "index": 0}}\'')
+
+
+def _check_tf_config():
+    """Raises ValueError naming TF_CONFIG for what TensorFlow would read wrong or say without
+    naming it ("Expecting value: line 1 column 13", "No task with index 3 in job 'worker'"),
+    and warns when there is none: the process then trains alone, which a job meant for
+    several machines should hear of."""
+    text = os.environ.get("TF_CONFIG", "")
+    if not text.strip():
+        logger.warning("--strategy=multi_worker_mirrored without TF_CONFIG: this process trains "
+                       "alone; each worker of a cluster needs its TF_CONFIG, e.g. %s",
+                       _TF_CONFIG_EXAMPLE)
+        return
+    try:
+        config = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ValueError(f"TF_CONFIG is not valid JSON ({error.msg} at character {error.pos}); "
+                         f"expected e.g. {_TF_CONFIG_EXAMPLE}") from None
+    cluster = config.get("cluster") if isinstance(config, dict) else None
+    if not cluster or not isinstance(cluster, dict):
+        raise ValueError(f"TF_CONFIG has no \"cluster\" of workers; expected e.g. "
+                         f"{_TF_CONFIG_EXAMPLE}")
+    task = config.get("task")
+    if not isinstance(task, dict) or "type" not in task or "index" not in task:
+        raise ValueError(f"TF_CONFIG has no \"task\" {{\"type\": ..., \"index\": ...}} saying "
+                         f"which of its cluster's tasks this process is; expected e.g. "
+                         f"{_TF_CONFIG_EXAMPLE}")
+    if task["type"] == "evaluator":  # evaluates beside the cluster, not in it
+        return
+    tasks = cluster.get(task["type"])
+    count = len(tasks) if isinstance(tasks, (list, dict)) else 0
+    index = task["index"]
+    if not (isinstance(index, int) and 0 <= index < count):
+        raise ValueError(f"TF_CONFIG's task {task['type']!r} {index!r} is not in its cluster, "
+                         f"whose {task['type']!r} job has {count} task(s)"
+                         + (f" (indexes 0 to {count - 1})" if count else ""))
 
 
 @contextlib.contextmanager

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from bert_tf.training import distribution
 from bert_tf.training.distribution import create_strategy, input_iterator
 from bert_tf.training.tpu_host import tpu_tensorflow_version
 from tests.data.pretraining.records import write_pretraining_records
@@ -232,3 +233,32 @@ def test_the_tool_says_a_tpu_problem_in_one_line_without_traceback(tmp_path):
         f"run_pretraining: error: This TensorFlow (tensorflow {tf.__version__}) has no TPU "
         f"support, which --tpu=local needs. Fix: on the TPU VM, install tensorflow-tpu 2.20 with "
         f"README.md's TPU install line, in a fresh virtualenv."], result.stderr
+
+
+@pytest.mark.parametrize("tf_config, message", [
+    ('{"cluster": {"worker": ["a:1", "b:2"]}, "task": ', "TF_CONFIG is not valid JSON "
+     "(Expecting value at character 48); expected e.g. TF_CONFIG="),
+    ("[]", 'TF_CONFIG has no "cluster" of workers; expected e.g. TF_CONFIG='),
+    ('{"cluster": {"worker": ["a:1", "b:2"]}}', 'TF_CONFIG has no "task" {"type": ..., '
+     '"index": ...} saying which of its cluster\'s tasks this process is'),
+    ('{"cluster": {"worker": ["a:1", "b:2"]}, "task": {"type": "worker", "index": 3}}',
+     "TF_CONFIG's task 'worker' 3 is not in its cluster, whose 'worker' job has 2 task(s) "
+     "(indexes 0 to 1)"),
+    ('{"cluster": {"worker": ["a:1"]}, "task": {"type": "chief", "index": 0}}',
+     "TF_CONFIG's task 'chief' 0 is not in its cluster, whose 'chief' job has 0 task(s)"),
+])
+def test_a_tf_config_tensorflow_would_misread_is_named(monkeypatch, tf_config, message):
+    # TensorFlow said "Expecting value: line 1 column 13 (char 12)" or "No task with index 3 in
+    # job 'worker'", naming no TF_CONFIG; "[]" trained one worker without a word.
+    monkeypatch.setenv("TF_CONFIG", tf_config)
+    with pytest.raises(ValueError) as error:
+        create_strategy("multi_worker_mirrored")
+    assert str(error.value).startswith(message), str(error.value)
+
+
+def test_multi_worker_without_tf_config_warns_that_it_trains_alone(monkeypatch, caplog):
+    monkeypatch.delenv("TF_CONFIG", raising=False)
+    distribution._check_tf_config()
+    [record] = caplog.records
+    assert record.levelname == "WARNING" and record.getMessage().startswith(
+        "--strategy=multi_worker_mirrored without TF_CONFIG: this process trains alone")
