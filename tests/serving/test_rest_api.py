@@ -265,3 +265,16 @@ def test_connection_is_kept_alive_across_requests(server):
             assert response["predictions"][0]["length"] == len(text)
     finally:
         connection.close()
+
+
+def test_a_body_over_the_limit_sent_whole_before_reading_gets_its_413(server):
+    # Clients that send the whole body before reading (Python's http.client and urllib) got a
+    # broken pipe for bodies over ~16 MB: the server stopped reading what it drops there.
+    connection = http.client.HTTPConnection("127.0.0.1", server.rest_api_port, timeout=TIMEOUT)
+    try:
+        connection.request("POST", "/v1/models/toy:predict", body=b"x" * (48 << 20))
+        response = connection.getresponse()
+        assert response.status == 413
+        assert "larger than" in json.loads(response.read())["error"]
+    finally:
+        connection.close()
