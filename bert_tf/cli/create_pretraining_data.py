@@ -24,6 +24,8 @@ Example:
     bert-tf-run-pretraining --input_file="/tmp/pretrain/data.tfrecord-*" ...
 """
 
+import contextlib
+import signal
 import sys
 
 from absl import app, flags
@@ -67,8 +69,9 @@ def define_flags():
     flags.DEFINE_integer("num_workers", None, "Worker processes (default: one per core; 0: none, "
                          "everything in this process).", lower_bound=0)
     flags.DEFINE_float("chunk_size_mb", DEFAULT_CHUNK_BYTES / 2**20,
-                       "Megabytes of text per chunk: the memory bound of a worker, and the pool "
-                       "random next sentences are drawn from.", lower_bound=0.0)
+                       "Megabytes of text per chunk (and two documents at least): the memory "
+                       "bound of a worker, and the pool random next sentences are drawn from.",
+                       lower_bound=0.0)
     # Instead of --input_file: a TFDS text dataset, one example = one document.
     tfds_flags.define_pretraining_tfds_flags()
     flags.mark_flags_as_required(["output_file", "vocab_file"])
@@ -103,16 +106,39 @@ def main():
     outputs = output_files(FLAGS.output_file, FLAGS.num_output_shards)
     print(f"Reading {len(inputs)} files, writing {len(outputs)} files: "
           f"{', '.join(outputs[:3])}{', ...' if len(outputs) > 3 else ''}", file=sys.stderr)
-    statistics = write_pretraining_data(
-        inputs, outputs, FLAGS.vocab_file, FLAGS.do_lower_case,
-        random_seed=FLAGS.random_seed, num_workers=FLAGS.num_workers,
-        max_chunk_bytes=int(FLAGS.chunk_size_mb * 2**20), gzip=FLAGS.gzip,
-        max_seq_length=FLAGS.max_seq_length,
-        max_predictions_per_seq=FLAGS.max_predictions_per_seq,
-        masked_lm_prob=FLAGS.masked_lm_prob, short_seq_prob=FLAGS.short_seq_prob,
-        whole_word_mask=FLAGS.do_whole_word_mask, dupe_factor=FLAGS.dupe_factor,
-        cut_long_sentences=FLAGS.cut_long_lines, read_lines=read_lines)
+    with _sigterm_raised():
+        statistics = write_pretraining_data(
+            inputs, outputs, FLAGS.vocab_file, FLAGS.do_lower_case,
+            random_seed=FLAGS.random_seed, num_workers=FLAGS.num_workers,
+            max_chunk_bytes=int(FLAGS.chunk_size_mb * 2**20), gzip=FLAGS.gzip,
+            max_seq_length=FLAGS.max_seq_length,
+            max_predictions_per_seq=FLAGS.max_predictions_per_seq,
+            masked_lm_prob=FLAGS.masked_lm_prob, short_seq_prob=FLAGS.short_seq_prob,
+            whole_word_mask=FLAGS.do_whole_word_mask, dupe_factor=FLAGS.dupe_factor,
+            cut_long_sentences=FLAGS.cut_long_lines, read_lines=read_lines)
     print(statistics.report(), file=sys.stderr)
+
+
+class _Terminated(Exception):
+    """SIGTERM arrived while the records were written."""
+
+
+@contextlib.contextmanager
+def _sigterm_raised():
+    """SIGTERM (`timeout`, a scheduler, `docker stop`) as an exception in this block, so that
+    the writing stops as on Ctrl-C: workers ended, no `.incomplete` file left, one line. By
+    Python's default the process died at once, its workers living on."""
+    def terminate(_signum, _frame):
+        raise _Terminated
+
+    previous = signal.signal(signal.SIGTERM, terminate)
+    try:
+        yield
+    except _Terminated:
+        raise RuntimeError("terminated (SIGTERM): nothing written, the output files are as "
+                           "they were") from None
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def run():

@@ -89,3 +89,42 @@ def test_ctrl_c_while_the_workers_start_is_one_line(tmp_path):
     assert "Traceback" not in stderr
     assert stderr.splitlines()[-1] == "create_pretraining_data: interrupted"
     assert sorted(os.listdir(tmp_path)) == ["corpus.txt", "vocab.txt"]
+
+
+def _children(pid):
+    """The process ids of `pid`'s children (Linux)."""
+    children = set()
+    for task in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{task}/children") as f:
+            children.update(int(child) for child in f.read().split())
+    return children
+
+
+def test_sigterm_ends_the_workers_and_leaves_no_partial_file(tmp_path):
+    # SIGTERM (timeout, a scheduler, docker stop) killed the tool silently (exit 143), left
+    # out.incomplete behind and its two workers (~0.7 GB each) running.
+    corpus = write_corpus(tmp_path / "corpus.txt", numbered_documents([3, 1, 6, 2, 5, 4, 2], 4))
+    with open(corpus, "rb") as f:
+        text = f.read()
+    with open(corpus, "wb") as f:
+        f.write(text * 200)
+    process = subprocess.Popen(
+        tool_command(TOOL, f"--input_file={corpus}", f"--output_file={tmp_path}/out",
+                     f"--vocab_file={write_vocab(tmp_path)}", "--max_seq_length=20",
+                     "--max_predictions_per_seq=3", "--num_workers=2", "--chunk_size_mb=0.001",
+                     "--dupe_factor=20"),
+        stderr=subprocess.PIPE, text=True, env=tool_env())
+    assert process.stderr.readline().startswith("Reading 1 files, writing 1 files")
+    deadline = time.monotonic() + 120
+    while len(workers := _children(process.pid)) < 2 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    time.sleep(3)  # the workers import TensorFlow, then take chunks
+    process.send_signal(signal.SIGTERM)
+    stderr = process.communicate(timeout=300)[1]
+    assert process.returncode == 1, stderr
+    assert stderr.splitlines()[-1] == ("create_pretraining_data: error: terminated (SIGTERM): "
+                                       "nothing written, the output files are as they were")
+    assert sorted(os.listdir(tmp_path)) == ["corpus.txt", "vocab.txt"]
+    time.sleep(1)
+    assert not [pid for pid in workers if os.path.exists(f"/proc/{pid}")
+                and open(f"/proc/{pid}/stat").read().split()[2] != "Z"]

@@ -232,11 +232,21 @@ class PretrainingInstanceBuilder:
 def truncate_seq_pair(tokens_a, tokens_b, max_num_tokens, rng):
     """Shortens the longer of `tokens_a`, `tokens_b` (B on a tie) one piece at a time, in place,
     until both fit in `max_num_tokens`; each piece comes off the front or the back at random,
-    so that neither the beginnings nor the ends of the texts are systematically lost."""
-    while len(tokens_a) + len(tokens_b) > max_num_tokens:
-        longer = tokens_a if len(tokens_a) > len(tokens_b) else tokens_b
+    so that neither the beginnings nor the ends of the texts are systematically lost.
+
+    The same random draws and pieces as Google's loop, counted first and cut once: deleting
+    one front piece at a time made it quadratic (a 1 MB line of text, ~430,000 pieces cut to
+    a sequence's, took ~20 s; a 20 MB line did not end in 10 minutes)."""
+    lengths = [len(tokens_a), len(tokens_b)]
+    cut_front, cut_back = [0, 0], [0, 0]
+    while lengths[0] + lengths[1] > max_num_tokens:
+        longer = 0 if lengths[0] > lengths[1] else 1
+        lengths[longer] -= 1
         if rng.random() < 0.5:
-            del longer[0]
+            cut_front[longer] += 1
         else:
-            longer.pop()
+            cut_back[longer] += 1
+    for tokens, front, back in zip((tokens_a, tokens_b), cut_front, cut_back):
+        del tokens[len(tokens) - back:]
+        del tokens[:front]
 

@@ -77,17 +77,27 @@ def test_chunks_hold_whole_documents_of_at_least_the_chunk_size(tmp_path):
         for chunk in chunks[:-1]:
             size = sum(len(line) + 1 for document in chunk for line in document)
             assert size >= max_chunk_bytes
-            # ... and a chunk is closed as soon as it reaches the size.
-            assert size - sum(len(line) + 1 for line in chunk[-1]) < max(max_chunk_bytes, 1)
-    assert len(read_all([path], 0)[0]) == 30
+            # ... and a chunk is closed as soon as it reaches the size with two documents.
+            assert (size - sum(len(line) + 1 for line in chunk[-1]) < max(max_chunk_bytes, 1)
+                    or len(chunk) == 2)
+        # Two documents at least in every chunk, the last one too: random next sentences
+        # come from another document of the chunk.
+        assert min(len(chunk) for chunk in chunks) >= 2
+    assert [len(chunk) for chunk in read_all([path], 0)[0]] == [2] * 15
+    # 31 documents: the last chunk would hold one; it joins the one before.
+    with open(path, "a") as f:
+        f.write("\nThe last document.\n")
+    assert [len(chunk) for chunk in read_all([path], 0)[0]] == [2] * 14 + [3]
 
 
 def test_reading_streams(tmp_path):
-    path = write_bytes(tmp_path / "corpus.txt", b"A.\n\nB.\n\nC.\n")
+    path = write_bytes(tmp_path / "corpus.txt", b"A.\n\nB.\n\nC.\n\nD.\n\nE.\n\nF.\n")
     statistics = CorpusStatistics()
     chunks = read_document_chunks([path], 0, statistics)
-    assert next(chunks) == [["A."]]
-    assert statistics.lines == 2          # read no further than the first chunk needed
+    assert next(chunks) == [["A."], ["B."]]
+    # No further than the chunk after the first: had it been the last, with one document,
+    # it would have joined the first.
+    assert statistics.lines == 8
 
 
 def test_unreadable_file_is_named(tmp_path):

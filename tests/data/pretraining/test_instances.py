@@ -250,3 +250,25 @@ def test_serialized_record_parses_to_the_padded_instance():
 def test_bad_options_are_named(option, value, message):
     with pytest.raises(ValueError, match=message):
         builder(**{option: value})
+
+
+def googles_truncate_seq_pair(tokens_a, tokens_b, max_num_tokens, rng):
+    """create_pretraining_data.py's own loop, one piece at a time: the reference."""
+    while len(tokens_a) + len(tokens_b) > max_num_tokens:
+        trunc_tokens = tokens_a if len(tokens_a) > len(tokens_b) else tokens_b
+        if rng.random() < 0.5:
+            del trunc_tokens[0]
+        else:
+            trunc_tokens.pop()
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_truncation_cuts_the_pieces_googles_loop_cuts_with_the_same_draws(seed):
+    lengths = random.Random(seed).choices(range(0, 300), k=3)
+    a, b = list(range(lengths[0])), list(range(1000, 1000 + lengths[1]))
+    expected_a, expected_b, expected_rng = list(a), list(b), random.Random(seed)
+    googles_truncate_seq_pair(expected_a, expected_b, lengths[2], expected_rng)
+    rng = random.Random(seed)
+    truncate_seq_pair(a, b, lengths[2], rng)
+    assert (a, b) == (expected_a, expected_b)
+    assert rng.random() == expected_rng.random()  # as many draws: the next records match too
