@@ -19,7 +19,10 @@
 
 The version is one more than the highest under --output_dir unless --version is given; it
 appears atomically, so a running TF Serving picks it up only when complete. The vocabulary is
-copied into the SavedModel, which can be moved anywhere.
+copied into the SavedModel, which can be moved anywhere. Each version records its
+--export_type (assets.extra/bert_tf_export.json, which TF Serving ignores): a version of
+another type under the same --output_dir, which a server would serve in the model's place, is
+refused.
 
 Example:
     bert-tf-export-savedmodel --export_type=classifier --init_checkpoint=/tmp/sst2 \\
@@ -27,6 +30,7 @@ Example:
     saved_model_cli show --dir /models/sst2/1 --all
 """
 
+import json
 import os
 import sys
 import time
@@ -96,6 +100,7 @@ def _check_flags():
     from bert_tf.cli.squad_flags import check_answer_flags
     from bert_tf.data.tasks.squad_windows import check_windows
     from bert_tf.export.task_export import TASK_MODEL_CLASSES, repeated_label_names
+    from bert_tf.export.serving_layout import taken_version_problem
     from bert_tf.export.text_inputs import check_seq_length
 
     problems = []
@@ -123,8 +128,49 @@ def _check_flags():
                         f"{FLAGS.export_type}")
     if FLAGS.label_names and repeated_label_names(FLAGS.label_names):
         problems.append(f"--label_names names two classes alike: {','.join(FLAGS.label_names)}")
+    if not problems:  # --output_dir is a directory, or will be
+        problems += filter(None, [_other_export_type_problem(), FLAGS.version and
+                                  taken_version_problem(FLAGS.output_dir, FLAGS.version)])
     if problems:
         raise app.UsageError("; ".join(problems))
+
+
+_EXPORT_RECORD = "assets.extra/bert_tf_export.json"
+
+
+def _other_export_type_problem():
+    """Why --output_dir cannot take this export: its newest version records another
+    --export_type (a server would serve the preprocessor in the encoder's place); None
+    otherwise, or for versions written before the record or by other tools."""
+    import tensorflow as tf
+
+    from bert_tf.export.serving_layout import latest_version_dir
+
+    latest = tf.io.gfile.isdir(FLAGS.output_dir) and latest_version_dir(FLAGS.output_dir)
+    record = latest and tf.io.gfile.join(latest, _EXPORT_RECORD)
+    if not record or not tf.io.gfile.exists(record):
+        return None
+    with tf.io.gfile.GFile(record) as f:
+        theirs = json.load(f).get("export_type")
+    if theirs in (None, FLAGS.export_type):
+        return None
+    return (f"--output_dir {FLAGS.output_dir} holds an --export_type={theirs} model "
+            f"({latest}): an --export_type={FLAGS.export_type} one there would be served in its "
+            f"place under the same model name; use another --output_dir")
+
+
+def _recording_export_type(write):
+    """`write` (a SavedModel writer of a directory), recording --export_type beside it."""
+    import tensorflow as tf
+
+    def write_and_record(path):
+        write(path)
+        record = tf.io.gfile.join(path, _EXPORT_RECORD)
+        tf.io.gfile.makedirs(os.path.dirname(record))
+        with tf.io.gfile.GFile(record, "w") as f:
+            json.dump({"export_type": FLAGS.export_type}, f)
+
+    return write_and_record
 
 
 def _writer():
@@ -234,7 +280,8 @@ def main():
     _check_flags()
     writer = _writer()
     _stage(f"tracing the signatures and writing the SavedModel under {FLAGS.output_dir}")
-    path = write_version(FLAGS.output_dir, writer, version=FLAGS.version)
+    path = write_version(FLAGS.output_dir, _recording_export_type(writer),
+                         version=FLAGS.version)
     print(f"Exported {FLAGS.export_type} to {path} in {time.monotonic() - started:.0f}s")
     return 0
 

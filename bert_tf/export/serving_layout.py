@@ -129,6 +129,15 @@ def latest_version_dir(base_path):
     return tf.io.gfile.join(base_path, str(versions[-1])) if versions else None
 
 
+def taken_version_problem(base_path, version):
+    """Why `version` cannot be written under `base_path` (its directory exists), or None."""
+    final_dir = tf.io.gfile.join(base_path, str(version))
+    if tf.io.gfile.exists(final_dir):
+        return (f"{final_dir} already exists: version {version} of this model is taken; choose "
+                f"another version or base path.")
+    return None
+
+
 def write_version(base_path, write_savedmodel, version=None):
     """Writes a new version of the model under `base_path` and returns its directory.
 
@@ -175,10 +184,9 @@ def write_versions(writers, version=None):
     if not isinstance(version, int) or version < 1:
         raise ValueError(f"The model version must be a positive integer, got {version!r}.")
     final_dirs = {base_path: tf.io.gfile.join(base_path, str(version)) for base_path in writers}
-    for final_dir in final_dirs.values():
-        if tf.io.gfile.exists(final_dir):
-            raise FileExistsError(f"{final_dir} already exists: version {version} of this "
-                                  f"model is taken; choose another version or base path.")
+    for base_path in writers:
+        if problem := taken_version_problem(base_path, version):
+            raise FileExistsError(problem)
     for base_path in writers:
         remove_abandoned_staging(base_path)
     created, staged, renamed = [], {}, []

@@ -205,3 +205,34 @@ def test_a_checkpoint_without_a_task_model_is_a_clear_error(tmp_path):
     assert "export_savedmodel: " in result.stderr
     assert "holds no fine-tuned task model" in result.stderr
     assert not os.path.exists(base)
+
+
+def test_an_export_of_another_type_in_the_same_base_path_is_refused_before_loading(tmp_path):
+    # The preprocessor became version 2 of an encoder's base path: TF Serving would have
+    # served it under the encoder's name. A taken --version was refused only after tracing.
+    vocab_file = write_vocab(tmp_path)
+    checkpoint = str(tmp_path / "encoder_only")
+    save_checkpoint(checkpoint, BertEncoder(tiny_config(num_hidden_layers=1)),
+                    vocab_file=vocab_file)
+    base = tmp_path / "models" / "bert"
+    encoder = run_tool("export_savedmodel.py", "--export_type=encoder",
+                       f"--init_checkpoint={checkpoint}", f"--output_dir={base}")
+    assert encoder.returncode == 0, encoder.stderr
+    assert (base / "1" / "assets.extra" / "bert_tf_export.json").read_text() == (
+        '{"export_type": "encoder"}')
+    preprocess = ["--export_type=preprocess", f"--vocab_file={vocab_file}", "--seq_length=16"]
+    result = run_tool("export_savedmodel.py", *preprocess, f"--output_dir={base}")
+    assert result.returncode == 1
+    assert result.stderr.splitlines() == [
+        f"export_savedmodel: error: --output_dir {base} holds an --export_type=encoder model "
+        f"({base}/1): an --export_type=preprocess one there would be served in its place under "
+        f"the same model name; use another --output_dir"]
+    result = run_tool("export_savedmodel.py", *preprocess, f"--output_dir={tmp_path / 'pre'}",
+                      "--version=1")
+    assert result.returncode == 0, result.stderr
+    result = run_tool("export_savedmodel.py", *preprocess, f"--output_dir={tmp_path / 'pre'}",
+                      "--version=1")
+    assert result.stderr.splitlines() == [
+        f"export_savedmodel: error: {tmp_path}/pre/1 already exists: version 1 of this model "
+        f"is taken; choose another version or base path."]
+    assert sorted(os.listdir(base)) == ["1"] and sorted(os.listdir(tmp_path / "pre")) == ["1"]
