@@ -96,7 +96,7 @@ def _check_flags():
     upper bound needs the model), squad windows without room for the context or answer flags
     without rules, and --seq_length, --text_pairs or the squad flags given to an export that
     does not use them."""
-    from bert_tf.cli.path_checks import output_dir_problem
+    from bert_tf.cli.path_checks import input_file_problem, output_dir_problem
     from bert_tf.cli.squad_flags import check_answer_flags
     from bert_tf.data.tasks.squad_windows import check_windows
     from bert_tf.export.task_export import TASK_MODEL_CLASSES, repeated_label_names
@@ -128,6 +128,9 @@ def _check_flags():
                         f"{FLAGS.export_type}")
     if FLAGS.label_names and repeated_label_names(FLAGS.label_names):
         problems.append(f"--label_names names two classes alike: {','.join(FLAGS.label_names)}")
+    for flag in ("vocab_file", "bert_config_file"):
+        if FLAGS[flag].value and (problem := input_file_problem(flag, FLAGS[flag].value)):
+            problems.append(problem)
     if not problems:  # --output_dir is a directory, or will be
         problems += filter(None, [_other_export_type_problem(), FLAGS.version and
                                   taken_version_problem(FLAGS.output_dir, FLAGS.version)])

@@ -236,3 +236,12 @@ def test_an_export_of_another_type_in_the_same_base_path_is_refused_before_loadi
         f"export_savedmodel: error: {tmp_path}/pre/1 already exists: version 1 of this model "
         f"is taken; choose another version or base path."]
     assert sorted(os.listdir(base)) == ["1"] and sorted(os.listdir(tmp_path / "pre")) == ["1"]
+
+
+def test_a_vocabulary_that_is_no_file_is_named_before_tracing(tmp_path):
+    # It was "tracing the signatures ...", then "[Errno 2] No such file or directory: ...".
+    result = run_tool("export_savedmodel.py", "--export_type=preprocess",
+                      f"--vocab_file={tmp_path}/missing.txt", f"--output_dir={tmp_path}/pre")
+    assert result.stderr.splitlines() == [
+        f"export_savedmodel: error: --vocab_file {tmp_path}/missing.txt does not exist"]
+    assert not os.path.exists(tmp_path / "pre")
