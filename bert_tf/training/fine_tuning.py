@@ -114,11 +114,15 @@ class _RealStepsProgbar(keras.callbacks.ProgbarLogger):
 
     def _maybe_init_progbar(self):
         if self.progbar is None:
+            # `stateful_metrics` (Keras 3.10 has no `stateless_metrics`): filled with the names
+            # fit reports, which are running means already, shown as they are.
             self.progbar = ResumableProgbar(self.num_train_steps, self._first_step,
                                             verbose=self.verbose, unit_name="step",
-                                            stateless_metrics=set())
+                                            stateful_metrics=set())
 
     def on_train_batch_end(self, batch, logs=None):
+        self._maybe_init_progbar()
+        self.progbar.stateful_metrics.update(logs or {})
         # ProgbarLogger shows `batch + 1` steps done.
         super().on_train_batch_end(optimizer_step(self.model) - 1, logs)
 
