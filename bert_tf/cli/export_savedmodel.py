@@ -149,7 +149,7 @@ def _other_export_type_problem():
 
     from bert_tf.export.serving_layout import latest_version_dir
 
-    latest = tf.io.gfile.isdir(FLAGS.output_dir) and latest_version_dir(FLAGS.output_dir)
+    latest = latest_version_dir(FLAGS.output_dir)  # None when the directory is not there yet
     record = latest and tf.io.gfile.join(latest, _EXPORT_RECORD)
     if not record or not tf.io.gfile.exists(record):
         return None
