@@ -505,6 +505,7 @@ def main():
     step = int(trainer.global_step.numpy())
     if evaluation and evaluation.step != step:
         evaluation()
+        distribution.wait_for_every_worker(strategy, "evaluation")
     export_dir = (export_pretrained(trainer.model, job.export_dir, step, job.vocab_file,
                                     job.do_lower_case)
                   if job.export_dir and chief else None)

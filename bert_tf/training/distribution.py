@@ -39,6 +39,11 @@ WORKER_WAIT_VARIABLE = "BERT_TF_WORKER_WAIT_SECONDS"
 DEFAULT_WORKER_WAIT_SECONDS = 300
 # The jobs whose tasks run the collectives (TensorFlow's coordination service knows only these).
 _COORDINATED_JOBS = ("chief", "worker")
+# The longest a worker waits for the others at `wait_for_every_worker`: the chief may be writing
+# the checkpoint (BERT-large's with its Adam slots is 4 GB) while the others write only their
+# small copy. A peer that is gone fails the wait sooner, through the coordination service's
+# heartbeats.
+_EVERY_WORKER_WAIT_MS = 600_000
 
 
 class TpuUnavailableError(RuntimeError):
@@ -482,3 +487,37 @@ def worker_id(strategy):
     if not isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy) or resolver is None:
         return 0
     return resolver.task_id or 0
+
+
+def single_process(strategy):
+    """Whether `strategy` trains in this process alone (anything but a MultiWorkerMirrored
+    strategy over several workers)."""
+    resolver = getattr(strategy, "cluster_resolver", None)
+    if not isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy) or resolver is None:
+        return True
+    cluster = resolver.cluster_spec().as_dict()
+    return sum(len(cluster.get(job, ())) for job in _COORDINATED_JOBS) <= 1
+
+
+def wait_for_every_worker(strategy, point):
+    """Returns once every worker of `strategy`'s multi-worker job has reached `point` (a name
+    unique in the job's run), at once in a single process.
+
+    A worker that leaves the job (exits) must first wait for the others: a collective's receiver
+    pulls the data from its sender, so a worker whose last collective has completed may still
+    be read from, and its exit then fails the reader's collective with UNAVAILABLE instead of
+    letting it finish (seen when a preempted job's workers stopped together). A wait that fails
+    (a peer is gone, or 10 minutes passed) is logged: the worker leaves anyway.
+
+    Example:
+        >>> manager.save(checkpoint_number=step)
+        >>> wait_for_every_worker(strategy, f"saved step {step}")
+        >>> raise TrainingTerminated(...)
+    """
+    if single_process(strategy):
+        return
+    try:
+        context.context().wait_at_barrier(f"bert_tf: {point}", _EVERY_WORKER_WAIT_MS)
+    except tf.errors.OpError as error:
+        logger.warning("Leaving without waiting for every worker to reach %s: %s", point,
+                       " ".join(error.message.split()))

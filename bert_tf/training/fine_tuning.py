@@ -33,12 +33,12 @@ from bert_tf.checkpoints import check_task_model_fits, checkpoint_manager, train
 from bert_tf.data.without_autotuning import without_autotuning
 from bert_tf.models.batch_halves import in_batch_halves
 from bert_tf.thread_pools import ops_side_by_side_on_cores
+from bert_tf.training.distribution import single_process
 from bert_tf.training.optimizers import create_optimizer
 from bert_tf.training.schedule import WarmupPolynomialDecay
 from bert_tf.training.summaries import ScalarSummaries, optimizer_step, passed_a_multiple
 from bert_tf.training.resumable_progbar import ResumableProgbar
-from bert_tf.training.termination import (TrainingTerminated, recording_stop_signals,
-                                          single_process)
+from bert_tf.training.termination import TrainingTerminated, recording_stop_signals
 
 logger = logging.getLogger("bert_tf.training")
 

@@ -267,6 +267,7 @@ class PretrainingTrainer:
                     saved = manager.save(checkpoint_number=step)
                     if stopped_by:  # no evaluation: the grace period before SIGKILL is short
                         self._remove_worker_copy(manager)
+                        distribution.wait_for_every_worker(self.strategy, f"stop at {step}")
                         raise TrainingTerminated(stopped_by, step, os.path.join(
                             output_dir, os.path.basename(saved)),  # the chief's
                             another_worker=not terminated)
@@ -274,6 +275,7 @@ class PretrainingTrainer:
                         after_checkpoint(step)
         writer.flush()
         self._remove_worker_copy(manager)
+        distribution.wait_for_every_worker(self.strategy, f"end at {step}")
         return metrics
 
     def _remove_worker_copy(self, manager):

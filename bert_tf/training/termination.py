@@ -23,6 +23,8 @@ import threading
 
 import tensorflow as tf
 
+from bert_tf.training.distribution import single_process
+
 _STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 
@@ -53,16 +55,6 @@ class _Received:
 
     def __bool__(self):
         return self.signum is not None
-
-
-def single_process(strategy):
-    """Whether `strategy` trains in this process alone (anything but a MultiWorkerMirrored
-    strategy over several workers)."""
-    resolver = getattr(strategy, "cluster_resolver", None)
-    if not isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy) or resolver is None:
-        return True
-    cluster = resolver.cluster_spec().as_dict()
-    return sum(len(cluster.get(job, ())) for job in ("chief", "worker")) <= 1
 
 
 @contextlib.contextmanager

@@ -1,4 +1,5 @@
 import contextlib
+import json
 import os
 import socket
 import subprocess
@@ -262,3 +263,42 @@ def test_multi_worker_without_tf_config_warns_that_it_trains_alone(monkeypatch, 
     [record] = caplog.records
     assert record.levelname == "WARNING" and record.getMessage().startswith(
         "--strategy=multi_worker_mirrored without TF_CONFIG: this process trains alone")
+
+
+def run_two_workers(script, *args):
+    """(returncode, stdout, stderr) of worker 0 and 1 of a two-worker job on loopback, each
+    running `script` with `args`."""
+    cluster = {"worker": [f"127.0.0.1:{free_port()}", f"127.0.0.1:{free_port()}"]}
+    workers = [subprocess.Popen(
+        [sys.executable, script, *args], cwd=REPO_ROOT, text=True, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "PYTHONPATH": REPO_ROOT, "TF_CPP_MIN_LOG_LEVEL": "2",
+             "TF_CONFIG": json.dumps({"cluster": cluster,
+                                      "task": {"type": "worker", "index": index}})})
+        for index in (0, 1)]
+    try:
+        outputs = [worker.communicate(timeout=300) for worker in workers]
+        return [(worker.returncode, *output) for worker, output in zip(workers, outputs)]
+    finally:
+        for worker in workers:
+            if worker.poll() is None:
+                worker.kill()
+
+
+@pytest.mark.parametrize("mode", ["wait", "leave"])
+def test_a_worker_leaves_only_once_every_worker_reached_the_same_point(tmp_path, mode):
+    """A worker whose collectives are done may still be read from by another's: leaving early
+    failed the other's collective (UNAVAILABLE). With "leave", worker 1 exits without waiting:
+    the chief's wait then ends with a warning instead of hanging."""
+    script = os.path.join(REPO_ROOT, "tests", "training", "every_worker_wait.py")
+    marker = str(tmp_path / "worker_1_passed")
+    (chief_code, chief_out, chief_err), (worker_code, worker_out, worker_err) = run_two_workers(
+        script, marker, mode)
+    assert chief_code == worker_code == 0, (chief_err, worker_err)
+    assert "replicas 2" in chief_out and "replicas 2" in worker_out, (chief_err, worker_err)
+    # Worker 1 waited for the chief, which arrived 2 s after it.
+    assert "marker before the chief's wait: False" in chief_out, (chief_out, chief_err)
+    assert "passed" in chief_out, chief_err
+    assert os.path.exists(marker) == (mode == "wait")
+    if mode == "leave":
+        assert "Leaving without waiting for every worker to reach test: " in chief_err
