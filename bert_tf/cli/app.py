@@ -237,6 +237,11 @@ def run_tool(main, define_flags, timestamped_logs=False):
     def parse_flags(argv):
         try:
             remaining_argv = FLAGS(argv)
+        except SystemExit as end:  # --help, --helpshort, --helpfull, --helpxml: printed
+            # absl then exits with status 1; a request for help that was answered is a success
+            # (status 0, as argparse's and every GNU tool's), which scripts can tell from an
+            # error.
+            raise SystemExit(0 if end.code == 1 else end.code) from None
         except flags.Error as error:  # unknown flag, bad value, failed validator
             print(usage_error_line(tool, error), file=sys.stderr)
             sys.exit(1)
