@@ -113,10 +113,14 @@ class AnyWorkerTerminated:
 
     def __call__(self, terminated):
         """`terminated`: this process' `recording_stop_signals` record."""
+        # Read once: every worker decides on the votes alone. A signal arriving during the vote
+        # counts at the next one; answering it now made this worker stop alone while the others
+        # trained on (the chief's next collective then failed, or waited for ever).
+        own = terminated.signum
         if self.single_process:
-            return terminated.signum
-        votes = self._votes(tf.constant([float(terminated.signum == signum)
+            return own
+        votes = self._votes(tf.constant([float(own == signum)
                                          for signum in _STOP_SIGNALS])).numpy()
-        if terminated:
-            return terminated.signum
+        if own is not None:
+            return own
         return next((signum for signum, count in zip(_STOP_SIGNALS, votes) if count > 0), None)

@@ -302,3 +302,13 @@ def test_a_worker_leaves_only_once_every_worker_reached_the_same_point(tmp_path,
     assert os.path.exists(marker) == (mode == "wait")
     if mode == "leave":
         assert "Leaving without waiting for every worker to reach test: " in chief_err
+
+
+def test_a_signal_during_the_stop_vote_stops_no_worker_alone():
+    """A SIGTERM arriving while the workers vote counts at the next vote: the worker that got it
+    stopped at once while the others trained on (their next collective then waited for it)."""
+    script = os.path.join(REPO_ROOT, "tests", "training", "stop_vote.py")
+    outputs = run_two_workers(script)
+    for code, stdout, stderr in outputs:
+        assert code == 0, stderr
+        assert "decided: None" in stdout, (stdout, stderr)
