@@ -265,17 +265,23 @@ def test_multi_worker_without_tf_config_warns_that_it_trains_alone(monkeypatch, 
         "--strategy=multi_worker_mirrored without TF_CONFIG: this process trains alone")
 
 
+def two_worker_tf_configs():
+    """The TF_CONFIG values of worker 0 (the chief) and worker 1 of a two-worker job on
+    loopback."""
+    cluster = {"worker": [f"127.0.0.1:{free_port()}", f"127.0.0.1:{free_port()}"]}
+    return [json.dumps({"cluster": cluster, "task": {"type": "worker", "index": index}})
+            for index in (0, 1)]
+
+
 def run_two_workers(script, *args):
     """(returncode, stdout, stderr) of worker 0 and 1 of a two-worker job on loopback, each
     running `script` with `args`."""
-    cluster = {"worker": [f"127.0.0.1:{free_port()}", f"127.0.0.1:{free_port()}"]}
     workers = [subprocess.Popen(
         [sys.executable, script, *args], cwd=REPO_ROOT, text=True, stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         env={**os.environ, "PYTHONPATH": REPO_ROOT, "TF_CPP_MIN_LOG_LEVEL": "2",
-             "TF_CONFIG": json.dumps({"cluster": cluster,
-                                      "task": {"type": "worker", "index": index}})})
-        for index in (0, 1)]
+             "TF_CONFIG": tf_config})
+        for tf_config in two_worker_tf_configs()]
     try:
         outputs = [worker.communicate(timeout=300) for worker in workers]
         return [(worker.returncode, *output) for worker, output in zip(workers, outputs)]
@@ -288,8 +294,8 @@ def run_two_workers(script, *args):
 @pytest.mark.parametrize("mode", ["wait", "leave"])
 def test_a_worker_leaves_only_once_every_worker_reached_the_same_point(tmp_path, mode):
     """A worker whose collectives are done may still be read from by another's: leaving early
-    failed the other's collective (UNAVAILABLE). With "leave", worker 1 exits without waiting:
-    the chief's wait then ends with a warning instead of hanging."""
+    would fail the other's collective (UNAVAILABLE). With "leave", worker 1 exits without
+    waiting: the chief's wait then ends with a warning instead of hanging."""
     script = os.path.join(REPO_ROOT, "tests", "training", "every_worker_wait.py")
     marker = str(tmp_path / "worker_1_passed")
     (chief_code, chief_out, chief_err), (worker_code, worker_out, worker_err) = run_two_workers(

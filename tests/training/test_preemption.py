@@ -8,7 +8,6 @@ little so that a run lasts long enough to be interrupted; the test waits for a T
 scalar (written after a host call, once training runs) before sending SIGTERM.
 """
 
-import json
 import os
 import re
 import signal
@@ -96,11 +95,10 @@ def _run(kind, output_dir, input_file="", environment=None):
 
 def _run_workers(output_dir, input_file="", kind="pretraining"):
     """The two workers of a multi-worker job on loopback; worker 0 is the chief."""
-    from tests.training.test_distributed import free_port
+    from tests.training.test_distributed import two_worker_tf_configs
 
-    cluster = {"worker": [f"127.0.0.1:{free_port()}", f"127.0.0.1:{free_port()}"]}
-    return [_run(kind, output_dir, input_file, {"TF_CONFIG": json.dumps(
-        {"cluster": cluster, "task": {"type": "worker", "index": index}})}) for index in (0, 1)]
+    return [_run(kind, output_dir, input_file, {"TF_CONFIG": tf_config})
+            for tf_config in two_worker_tf_configs()]
 
 
 def _latest_summary_step(log_dir):
