@@ -505,9 +505,10 @@ def wait_for_every_worker(strategy, point):
 
     A worker that leaves the job (exits) must first wait for the others: a collective's receiver
     pulls the data from its sender, so a worker whose last collective has completed may still
-    be read from, and its exit then fails the reader's collective with UNAVAILABLE instead of
-    letting it finish (seen when a preempted job's workers stopped together). A wait that fails
-    (a peer is gone, or 10 minutes passed) is logged: the worker leaves anyway.
+    be read from, and its exit would fail the reader's collective with UNAVAILABLE instead of
+    letting it finish. A wait that fails (a peer is gone: at once for the chief, after the
+    heartbeat timeout for another worker; or 10 minutes passed) is logged: the worker leaves
+    anyway.
 
     Example:
         >>> manager.save(checkpoint_number=step)
