@@ -18,7 +18,10 @@ import time
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-NUM_TRAIN_STEPS = 300
+# The steps of each kind's run. Pre-training is interrupted after step 3: 100 steps leave it
+# 2+ s of sleeps (below) to stop before the end, and its tests took 45 instead of 59 s with 300
+# (Zen 5). Fine-tuning is interrupted after step 50, its first TensorBoard write (every 50 steps).
+NUM_TRAIN_STEPS = {"pretraining": 100, "fine_tuning": 300}
 SAVE_CHECKPOINTS_STEPS = 1000  # never due before the end: a checkpoint before it is SIGTERM's
 SECONDS_PER_BATCH = 0.02
 LINE = re.compile(r"^\S+: error: terminated \(SIGTERM(?: to another worker)?\) at step (\d+): "
@@ -58,7 +61,8 @@ def _pretrain(output_dir, input_file):
     from tests.training.test_pretraining_trainer import BATCH, CONFIG, PREDICTIONS, SEQ
 
     trainer = PretrainingTrainer(_strategy(), CONFIG, global_batch_size=BATCH,
-                                 num_train_steps=NUM_TRAIN_STEPS, jit_compile=False)
+                                 num_train_steps=NUM_TRAIN_STEPS["pretraining"],
+                                 jit_compile=False)
     trainer.train(lambda context, start_step: _slowed(training_dataset(
         [input_file], BATCH, SEQ, PREDICTIONS, context, start_step=start_step)), output_dir,
         save_checkpoints_steps=SAVE_CHECKPOINTS_STEPS, progress=False)
@@ -76,7 +80,8 @@ def _fine_tune(output_dir):
     # Under TF_CONFIG (`_run_workers`), one of the workers of a multi-worker job.
     with _strategy().scope():
         classifier = BertClassifier(tiny_encoder(seed=1), num_classes=2)
-    tuner = FineTuner(classifier, output_dir, num_train_steps=NUM_TRAIN_STEPS, learning_rate=1e-3,
+    tuner = FineTuner(classifier, output_dir, num_train_steps=NUM_TRAIN_STEPS["fine_tuning"],
+                      learning_rate=1e-3,
                       loss={"logits": keras.losses.SparseCategoricalCrossentropy(from_logits=True)},
                       steps_per_checkpoint=SAVE_CHECKPOINTS_STEPS, steps_per_execution=2)
     batches = _dataset_fn()
@@ -132,6 +137,7 @@ def _check_preempted_then_resumed(kind, output_dir, min_step, input_file="",
                                   signum=signal.SIGTERM):
     import tensorflow as tf
 
+    steps = NUM_TRAIN_STEPS[kind]
     process = _run(kind, output_dir, input_file)
     _, stderr = _terminate_after_step(process, os.path.join(output_dir, "train"), min_step,
                                       signum=signum)
@@ -140,17 +146,17 @@ def _check_preempted_then_resumed(kind, output_dir, min_step, input_file="",
     match = (INTERRUPTED_LINE if interrupted else LINE).search(stderr)
     assert match, stderr
     step = int(match.group(1))
-    assert min_step <= step < NUM_TRAIN_STEPS and int(match.group(3)) == step
+    assert min_step <= step < steps and int(match.group(3)) == step
     assert match.group(2) == os.path.join(output_dir, f"ckpt-{step}")
     assert tf.train.latest_checkpoint(output_dir) == match.group(2)
 
     resumed = _run(kind, output_dir, input_file)
     stdout, stderr = resumed.communicate(timeout=600)
     assert resumed.returncode == 0, stderr
-    assert f"done at step {NUM_TRAIN_STEPS}" in stdout
+    assert f"done at step {steps}" in stdout
     assert "terminated" not in stderr
     assert tf.train.latest_checkpoint(output_dir) == os.path.join(
-        output_dir, f"ckpt-{NUM_TRAIN_STEPS}")
+        output_dir, f"ckpt-{steps}")
     return step
 
 
@@ -174,6 +180,7 @@ def test_sigterm_to_one_worker_stops_every_worker_at_one_checkpoint_then_resumes
     input_file = str(tmp_path / "train.tfrecord")
     write_pretraining_records(input_file, 64, SEQ, PREDICTIONS, vocab_size=40)
     output_dir = str(tmp_path / "out")
+    steps = NUM_TRAIN_STEPS["pretraining"]
     chief, worker = _run_workers(output_dir, input_file)
     try:
         _, worker_stderr = _terminate_after_step(worker, os.path.join(output_dir, "train"), 3)
@@ -187,7 +194,7 @@ def test_sigterm_to_one_worker_stops_every_worker_at_one_checkpoint_then_resumes
                                                                        worker_stderr)
     assert "(SIGTERM to another worker)" in lines[0].group(0)
     step = int(lines[0].group(1))
-    assert int(lines[1].group(1)) == step and 3 <= step < NUM_TRAIN_STEPS
+    assert int(lines[1].group(1)) == step and 3 <= step < steps
     assert lines[0].group(2) == lines[1].group(2) == os.path.join(output_dir, f"ckpt-{step}")
     assert tf.train.latest_checkpoint(output_dir) == lines[0].group(2)
     assert not [name for name in os.listdir(output_dir) if name.startswith(".tmp")]
@@ -196,9 +203,9 @@ def test_sigterm_to_one_worker_stops_every_worker_at_one_checkpoint_then_resumes
     outputs = [process.communicate(timeout=600) for process in resumed]
     for process, (stdout, stderr) in zip(resumed, outputs):
         assert process.returncode == 0, stderr
-        assert f"done at step {NUM_TRAIN_STEPS}" in stdout
+        assert f"done at step {steps}" in stdout
     assert tf.train.latest_checkpoint(output_dir) == os.path.join(
-        output_dir, f"ckpt-{NUM_TRAIN_STEPS}")
+        output_dir, f"ckpt-{steps}")
 
 
 def test_fine_tuning_saves_and_stops_on_sigterm_then_resumes(tmp_path):
