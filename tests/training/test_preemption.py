@@ -19,8 +19,9 @@ import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # The steps of each kind's run. Pre-training is interrupted after step 3: 100 steps leave it
-# 2+ s of sleeps (below) to stop before the end, and its tests took 45 instead of 59 s with 300
-# (Zen 5). Fine-tuning is interrupted after step 50, its first TensorBoard write (every 50 steps).
+# 97 sleeps of SECONDS_PER_BATCH (1.9 s) to stop before the end, and its tests took 45 instead of
+# 59 s with 300 (Zen 5). Fine-tuning is interrupted after step 50, its first TensorBoard write
+# (every 50 steps).
 NUM_TRAIN_STEPS = {"pretraining": 100, "fine_tuning": 300}
 SAVE_CHECKPOINTS_STEPS = 1000  # never due before the end: a checkpoint before it is SIGTERM's
 SECONDS_PER_BATCH = 0.02
