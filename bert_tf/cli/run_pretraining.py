@@ -57,6 +57,11 @@ _JOB_FLAGS = ("input_file", "input_text_file", "tfds_name", "eval_input_file",
 _TEXT_INPUT_DEFAULTS = {"max_seq_length": 128, "max_predictions_per_seq": 20}
 # Percent of --num_train_steps that warm up when --num_warmup_steps is not given.
 WARMUP_PERCENT = 10
+# The flags the checkpoints' optimizer and schedule follow, recorded in run.json. A run
+# resumes with other values (the paper's second phase trains another batch size), with a
+# warning naming them. Not --num_train_steps: raising it extends a run.
+_TRAINING_SETTINGS = ("train_batch_size", "learning_rate", "optimizer", "num_warmup_steps",
+                      "weight_decay_rate", "clip_norm", "gradient_accumulation_steps")
 _NOTHING_TO_EVALUATE = ("--nodo_train --do_eval needs a checkpoint: --output_dir has none and "
                         "--init_checkpoint is not set")
 # Records whose token ids are checked against the config's vocab_size before training: one
@@ -377,7 +382,8 @@ def main():
     from bert_tf.text.bert_tokenizer import BertTokenizer
     from bert_tf.text.vocab_size import check_vocab_size
     from bert_tf.training import distribution
-    from bert_tf.training.existing_run import check_existing_run, record_run
+    from bert_tf.training.existing_run import (check_existing_run, other_training_settings,
+                                               record_run)
     from bert_tf.training.heldout_evaluation import HeldOutEvaluation
     from bert_tf.training.pretraining_export import export_pretrained
     from bert_tf.training.pretraining_trainer import PretrainingTrainer
@@ -464,12 +470,23 @@ def main():
         # run of this model in --output_dir, which would refuse the corrected command.
         trainer.initialize_from(init_checkpoint)
         init_checkpoint = None
+    training = ({name: getattr(job, name) for name in _TRAINING_SETTINGS} if job.do_train
+                else None)
+    if training and tf.train.latest_checkpoint(job.output_dir):
+        # A default warmup follows --num_train_steps, which a resumed run may raise.
+        other = other_training_settings(job.output_dir, {
+            name: value for name, value in training.items()
+            if name != "num_warmup_steps" or FLAGS["num_warmup_steps"].present})
+        if other:
+            logging.warning("Resuming --output_dir %s with other settings than it trained with "
+                            "(%s): it goes on with this command's", job.output_dir, other)
     chief = distribution.is_chief(strategy)
     if chief:  # the checkpoints are then complete for the fine-tuning tools' --init_checkpoint
         # The casing travels with the vocabulary (the export's and bert-tf-install-hub-model's
         # default): a cased run installed as uncased would lower-case its inputs.
         record_run(job.output_dir, config, job.vocab_file, _TOOL,
-                   do_lower_case=job.do_lower_case if job.vocab_file else None)
+                   do_lower_case=job.do_lower_case if job.vocab_file else None,
+                   training=training)
     evaluation = (HeldOutEvaluation(trainer, eval_files, *eval_lengths, job.eval_batch_size,
                                     job.output_dir, job.max_eval_steps, chief)
                   if job.do_eval else None)

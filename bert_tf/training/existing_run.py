@@ -142,6 +142,21 @@ def check_existing_run(output_dir, config, vocab_file, tool, task=None, training
     _refuse_differences(output_dir, differences)
 
 
+def other_training_settings(output_dir, training):
+    """What differs between the `training` settings (e.g. `{"learning_rate": 5e-05, ...}`) and
+    those `output_dir`'s run last trained with (its `run.json`), as one line, or None (the
+    same, or either unknown). For a tool that resumes a run with other settings but says so:
+    pre-training's second phase at another batch size is the paper's recipe, and a lower
+    learning rate after a divergence a common one.
+
+    Example:
+        >>> other_training_settings("/tmp/pre", {"learning_rate": 5e-4, "optimizer": "adamw"})
+        '--learning_rate 0.001 there, 0.0005 here'
+    """
+    differences = _training_differences(_recorded_run(output_dir), training)
+    return differences[0] if differences else None
+
+
 def check_same_task(output_dir, tool, task=None):
     """Raises ValueError, as `check_existing_run` does, when `output_dir` holds a run of
     another `tool` or `task` (its `run.json`): what a tool checks before it reads what its own
@@ -221,13 +236,14 @@ def record_run(output_dir, config, vocab_file, tool, task=None, do_lower_case=No
                training=None):
     """Writes `bert_config.json`, a copy of `vocab_file` (`write_model_files`) and, when the
     run starts (`output_dir` has no checkpoint yet), `run.json` (`tool`, `task`, the
-    `training` settings if given) and, unless
-    `do_lower_case` is None, `tokenizer_config.json` (`{"do_lower_case": ...}`) into
+    `training` settings if given; resumed, the `training` settings it goes on with) and,
+    unless `do_lower_case` is None, `tokenizer_config.json` (`{"do_lower_case": ...}`) into
     `output_dir`; after `check_existing_run` passed. A run begun before these existed is not
     recorded afterwards: what trained it is not known (`FineTuner` refuses to resume a
     checkpoint of another task model, by the class it records or by its shapes)."""
     starting = not tf.train.latest_checkpoint(output_dir)
-    if starting:  # first: the files below, without it, would not be a run (`holds_run`)
+    # First when starting: the files below, without it, would not be a run (`holds_run`).
+    if starting or (training and _recorded_run(output_dir) is not None):
         makedirs(output_dir)
         write_json(os.path.join(output_dir, RUN_FILE), _run_record(tool, task, training))
     write_model_files(output_dir, config, vocab_file, do_lower_case if starting else None)

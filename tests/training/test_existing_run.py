@@ -1,7 +1,9 @@
 """check_existing_run / record_run: an output directory holding a run of another model,
 vocabulary or task is refused with one message naming every difference, and left unchanged;
-the same run passes (it resumes); a run begun before run.json existed is not recorded; a
-directory holding the names a run writes but no run is refused (other_files_problem)."""
+the same run passes (it resumes); a run resumed with other settings is told which
+(other_training_settings) and recorded with them; a run begun before run.json existed is not
+recorded; a directory holding the names a run writes but no run is refused
+(other_files_problem)."""
 
 import dataclasses
 import json
@@ -14,7 +16,8 @@ from bert_tf.checkpoints.sources import lower_case_beside_checkpoint
 from bert_tf.models.bert_classifier import BertClassifier
 from bert_tf.models.bert_encoder import BertEncoder
 from bert_tf.training.existing_run import (check_existing_run, is_run_output,
-                                           other_files_problem, record_run)
+                                           other_files_problem, other_training_settings,
+                                           record_run)
 from tests.export.tiny_models import VOCAB, tiny_config, write_task_checkpoint, write_vocab
 
 
@@ -85,6 +88,24 @@ def test_a_run_trained_on_other_data_is_refused(tmp_path):
         f"examples (other data) 1638 there, 2262 here; use a new --output_dir "
         f"(--init_checkpoint={output_dir} starts from its weights), or its own flags to resume "
         f"it")
+
+
+def test_a_run_resumed_with_other_settings_is_told_which_and_recorded_with_them(tmp_path):
+    # Pre-training resumes with other settings (a second phase's batch size) instead of refusing.
+    output_dir = str(tmp_path / "run")
+    settings = {"learning_rate": 1e-3, "optimizer": "adamw", "num_warmup_steps": 2}
+    record_run(output_dir, tiny_config(), None, "run_pretraining", training=settings)
+    assert other_training_settings(output_dir, dict(settings)) is None
+    resumed = {"learning_rate": 5e-4, "optimizer": "lamb"}  # no warmup: not compared
+    assert other_training_settings(output_dir, resumed) == (
+        "--learning_rate 0.001 there, 0.0005 here, --optimizer adamw there, lamb here")
+    tf.train.CheckpointManager(tf.train.Checkpoint(step=tf.Variable(3)), output_dir,
+                               max_to_keep=1, checkpoint_name="ckpt").save()
+    record_run(output_dir, tiny_config(), None, "run_pretraining", training=resumed)
+    # The next resume compares with what the checkpoints last trained with.
+    assert json.load(open(os.path.join(output_dir, "run.json"))) == {
+        "tool": "run_pretraining", "training": resumed}
+    assert other_training_settings(output_dir, dict(resumed)) is None
 
 
 @pytest.mark.parametrize("config, vocab, tool, task, message", [
