@@ -32,6 +32,7 @@ from absl import app, flags
 
 from bert_tf.cli import tfds_flags
 from bert_tf.cli.app import run_tool
+from bert_tf.cli.path_checks import input_file_problem
 from bert_tf.data.pretraining.corpus import expand_text_files
 from bert_tf.data.pretraining.records_writer import DEFAULT_CHUNK_BYTES, write_pretraining_data
 
@@ -95,6 +96,9 @@ def main():
     if bool(FLAGS.input_file) == bool(FLAGS.tfds_name):
         raise app.UsageError("give --input_file (text files) or --tfds_name (a TFDS text "
                              "dataset), one of them")
+    vocab_problem = input_file_problem("vocab_file", FLAGS.vocab_file)
+    if vocab_problem:
+        raise app.UsageError(vocab_problem)
     if FLAGS.tfds_name:
         from bert_tf.data.tfds.pretraining_text import TfdsText
 
@@ -104,8 +108,6 @@ def main():
     else:
         inputs, read_lines = expand_text_files(FLAGS.input_file, flag="--input_file"), None
     outputs = output_files(FLAGS.output_file, FLAGS.num_output_shards)
-    print(f"Reading {len(inputs)} files, writing {len(outputs)} files: "
-          f"{', '.join(outputs[:3])}{', ...' if len(outputs) > 3 else ''}", file=sys.stderr)
     with _sigterm_raised():
         statistics = write_pretraining_data(
             inputs, outputs, FLAGS.vocab_file, FLAGS.do_lower_case,

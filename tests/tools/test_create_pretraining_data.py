@@ -5,6 +5,7 @@ import signal
 import subprocess
 import time
 
+import pytest
 from bert_tf.data.pretraining.records_writer import write_pretraining_data
 from tests.data.pretraining.toy_corpus import numbered_documents, write_corpus, write_vocab
 from tests.tools.tool_runs import run_tool, set_up_then_exec, tool_command, tool_env
@@ -49,6 +50,22 @@ def test_a_pattern_matching_no_file_is_named(tmp_path):
         f"create_pretraining_data: error: --input_file: '{tmp_path}/nothing-*.txt' "
         f"matches no file")
     assert not os.path.exists(tmp_path / "out.tfrecord")
+
+
+@pytest.mark.parametrize("flag, message", [
+    ("--vocab_file={tmp_path}/missing.txt", "--vocab_file {tmp_path}/missing.txt does not exist"),
+    ("--max_seq_length=4", "max_seq_length must be at least 5 ([CLS] A [SEP] B [SEP] with one "
+                           "piece in A and B), got 4."),
+])
+def test_a_bad_option_is_its_one_line_before_anything_is_read(tmp_path, flag, message):
+    corpus = write_corpus(tmp_path / "corpus.txt", numbered_documents([3, 1, 6], 4))
+    result = run_tool(TOOL, f"--input_file={corpus}", f"--output_file={tmp_path}/out.tfrecord",
+                      f"--vocab_file={write_vocab(tmp_path)}", flag.format(tmp_path=tmp_path))
+    assert result.returncode == 1
+    # No "Reading 1 files, writing 1 files" before it: nothing was.
+    assert result.stderr.splitlines() == [
+        f"create_pretraining_data: error: {message.format(tmp_path=tmp_path)}"]
+    assert sorted(os.listdir(tmp_path)) == ["corpus.txt", "vocab.txt"]
 
 
 def test_an_output_file_that_is_an_input_file_is_refused(tmp_path):

@@ -71,7 +71,7 @@ def write_pretraining_data(input_files, output_files, vocab_file, do_lower_case,
         num_workers: worker processes (default: one per core); 0 works in this process.
         max_chunk_bytes: text per chunk (see `corpus`).
         gzip: GZIP-compress the records (`tf.data.TFRecordDataset(files, "GZIP")` reads them).
-        progress_stream: where progress goes (None: nowhere).
+        progress_stream: where the files' count and progress go (None: nowhere).
         read_lines: how a file's lines are read (see `read_document_chunks`; default text).
         **instance_options: `PretrainingInstanceBuilder` arguments (max_seq_length,
             max_predictions_per_seq, masked_lm_prob, short_seq_prob, whole_word_mask,
@@ -81,8 +81,12 @@ def write_pretraining_data(input_files, output_files, vocab_file, do_lower_case,
     if problems:
         raise ValueError(f"{'; '.join(problems)}: name other output files")
     num_workers = os.cpu_count() if num_workers is None else num_workers
-    # A bad vocabulary or option is reported now, before any process starts.
+    # A bad vocabulary or option is reported now, before any process starts or line is shown.
     PretrainingInstanceBuilder(MaskedLmVocab(load_vocab(vocab_file)), **instance_options)
+    if progress_stream is not None:
+        print(f"Reading {len(input_files)} files, writing {len(output_files)} files: "
+              f"{', '.join(output_files[:3])}{', ...' if len(output_files) > 3 else ''}",
+              file=progress_stream, flush=True)
     settings = (vocab_file, do_lower_case, random_seed, instance_options)
     statistics = CorpusStatistics()
     progress = _Progress(input_bytes(input_files), progress_stream)

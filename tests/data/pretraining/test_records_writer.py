@@ -201,10 +201,13 @@ class TickingClock:
 def test_progress_lines_count_documents_and_instances_with_an_eta(corpus, monkeypatch):
     monkeypatch.setattr(records_writer, "time", TickingClock())
     progress = io.StringIO()
-    _, statistics = write(corpus, ["out.tfrecord"], max_chunk_bytes=40, progress_stream=progress)
+    paths, statistics = write(corpus, ["out.tfrecord"], max_chunk_bytes=40,
+                              progress_stream=progress)
     pattern = re.compile(r"create_pretraining_data: +([\d.]+)% of ([\d,]+) bytes read, ([\d,]+) "
                          r"documents, ([\d,]+) instances \(([\d,]+)/s\)(?:, ETA (\S+)| in (\S+))$")
-    lines = [pattern.match(line) for line in progress.getvalue().splitlines()]
+    header, *progress_lines = progress.getvalue().splitlines()
+    assert header == f"Reading 1 files, writing 1 files: {paths[0]}"
+    lines = [pattern.match(line) for line in progress_lines]
     assert all(lines), progress.getvalue()
     assert len(lines) >= 3  # one per chunk written (the clock ticks past the refresh each time)
     number = lambda text: int(text.replace(",", ""))  # noqa: E731
