@@ -83,7 +83,7 @@ def test_imports_are_resolved_to_modules():
     graph = import_graph()
     assert "bert_tf.data.tasks.squad_windows" in graph["bert_tf.data.tasks.squad"]
     assert "bert_tf.cli.fine_tuning_flags" in graph["bert_tf.cli.run_classifier"]
-    assert "bert_tf.export.preprocessor_export" in graph["bert_tf.export"]
+    assert "bert_tf.serving.model_server" in graph["bert_tf.serving"]
 
 
 def test_the_import_graph_has_no_cycle():

@@ -33,8 +33,7 @@ from absl import app, flags
 from bert_tf.cli import tfds_flags
 from bert_tf.cli.app import run_tool
 from bert_tf.cli.path_checks import input_file_problem
-from bert_tf.data.pretraining.corpus import expand_text_files
-from bert_tf.data.pretraining.records_writer import DEFAULT_CHUNK_BYTES, write_pretraining_data
+from bert_tf.data.pretraining.chunk_size import DEFAULT_CHUNK_BYTES
 
 FLAGS = flags.FLAGS
 
@@ -99,6 +98,9 @@ def main():
     vocab_problem = input_file_problem("vocab_file", FLAGS.vocab_file)
     if vocab_problem:
         raise app.UsageError(vocab_problem)
+    from bert_tf.data.pretraining.corpus import expand_text_files
+    from bert_tf.data.pretraining.records_writer import write_pretraining_data
+
     if FLAGS.tfds_name:
         from bert_tf.data.tfds.pretraining_text import TfdsText
 

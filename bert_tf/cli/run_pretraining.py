@@ -43,9 +43,9 @@ from bert_tf.cli.app import run_tool
 from bert_tf.cli.path_checks import (output_dir_problem, run_output_dir_problem,
                                      unwritable_output_problem)
 from bert_tf.training import embedded_default
-from bert_tf.training.distribution import STRATEGIES
 from bert_tf.training.mixed_precision import MIXED_PRECISION
-from bert_tf.training.optimizers import OPTIMIZERS
+from bert_tf.training.optimizer_names import OPTIMIZERS
+from bert_tf.training.strategy_names import STRATEGIES
 
 FLAGS = flags.FLAGS
 

@@ -15,11 +15,18 @@ Example:
     '/models/bert/1'
 """
 
-from bert_tf.export.encoder_export import export_encoder
-from bert_tf.export.preprocessor_export import export_preprocessor
-from bert_tf.export.serving_layout import latest_version_dir, write_version, write_versions
-from bert_tf.export.task_checkpoint import load_task_model
-from bert_tf.export.task_export import TASK_MODEL_CLASSES, export_task_model
+import importlib
 
-__all__ = ["TASK_MODEL_CLASSES", "export_encoder", "export_preprocessor", "export_task_model",
-           "latest_version_dir", "load_task_model", "write_version", "write_versions"]
+# Public name -> the module defining it, imported on first use: export_savedmodel defines its
+# flags from `model_slices` before TensorFlow loads, which these modules import.
+_EXPORTS = {"TASK_MODEL_CLASSES": "task_export", "export_encoder": "encoder_export",
+            "export_preprocessor": "preprocessor_export", "export_task_model": "task_export",
+            "latest_version_dir": "serving_layout", "load_task_model": "task_checkpoint",
+            "write_version": "serving_layout", "write_versions": "serving_layout"}
+__all__ = list(_EXPORTS)
+
+
+def __getattr__(name):
+    if name not in _EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)

@@ -17,8 +17,6 @@ Example:
     ...                           max_tokens=4096, output_specs=[tf.TensorSpec([None, 2])])
 """
 
-import tensorflow as tf
-
 # 32 sequences of 128 tokens, the batch tools/serve.py runs at its defaults: the matmuls of a
 # slice are as large as a full batch's (4,096 rows), so slicing costs no matmul efficiency.
 DEFAULT_MAX_TOKENS_PER_CALL = 4096
@@ -29,6 +27,8 @@ def run_in_slices(run, inputs, max_tokens, output_specs):
     tensors) of at most `max(1, max_tokens // length)` rows each, its outputs (a tuple of
     tensors with the rows as dimension 0, one per `output_specs` entry, which gives the dtype
     and the shape of a slice's output) concatenated in order."""
+    import tensorflow as tf  # here: export_savedmodel reads the default before TensorFlow loads
+
     first = next(iter(inputs.values()))
     rows, length = tf.shape(first)[0], tf.shape(first)[1]
     rows_per_call = tf.maximum(1, max_tokens // tf.maximum(length, 1))

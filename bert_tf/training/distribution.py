@@ -25,10 +25,9 @@ from tensorflow.python.eager import context
 from bert_tf.captured_stderr import CapturedStderr
 from bert_tf.data.without_autotuning import without_autotuning
 from bert_tf.training import tpu_host
+from bert_tf.training.strategy_names import STRATEGIES
 
 logger = logging.getLogger("bert_tf.training")
-
-STRATEGIES = ("tpu", "mirrored", "multi_worker_mirrored", "one_device", "cpu")
 
 # How long to wait for a TPU worker's gRPC port before giving up with a clear error.
 TPU_CONNECT_TIMEOUT_SECONDS = 10.0

@@ -30,10 +30,6 @@ import dataclasses
 import os
 import tempfile
 
-from bert_tf.data.pretraining.inputs import prepare_pretraining_inputs
-from bert_tf.data.pretraining.stdlib_corpus import stdlib_documents
-from bert_tf.training.scalar_logs import read_scalars
-
 DEFAULT_OUTPUT_DIR = os.path.join(tempfile.gettempdir(), "bert_tf_pretraining_default")
 CONFIG_NAME = "bert_tiny"
 CORPUS_MEGABYTES = 2.0
@@ -68,6 +64,10 @@ def prepare_inputs(output_dir, corpus_megabytes=CORPUS_MEGABYTES, vocab_size=VOC
                    seed=12345):
     """Writes (or finds) the corpus, vocabulary, records and config under `output_dir/data`;
     returns the `PretrainingInputs`."""
+    # Imported here: run_pretraining reads this module's defaults before TensorFlow loads.
+    from bert_tf.data.pretraining.inputs import prepare_pretraining_inputs
+    from bert_tf.data.pretraining.stdlib_corpus import stdlib_documents
+
     return prepare_pretraining_inputs(
         os.path.join(output_dir, "data"), stdlib_documents(int(corpus_megabytes * 2**20)),
         config_name=CONFIG_NAME, vocab_size=vocab_size, max_seq_length=MAX_SEQ_LENGTH,
@@ -87,6 +87,8 @@ def summary(output_dir, inputs, step, checkpoint, evaluation, export_dir):
       evaluation: the held-out metrics (`PretrainingTrainer.evaluate`), or None.
       export_dir: the exported encoder's directory.
     """
+    from bert_tf.training.scalar_logs import read_scalars  # see prepare_inputs
+
     # A job killed after its last checkpoint logged steps that its resumption redid.
     losses = [event for event in read_scalars(os.path.join(output_dir, "train")).get("loss", [])
               if event.step <= step]

@@ -16,10 +16,9 @@ import keras
 import tensorflow as tf
 
 from bert_tf.training.lamb import Lamb
+from bert_tf.training.optimizer_names import OPTIMIZERS
 from bert_tf.training.weight_decay import NoWeightDecayPattern
 from bert_tf.xla_host import host_jit_compile
-
-OPTIMIZERS = ("adamw", "lamb")
 
 # Google's run_pretraining.py excludes variables whose name has "LayerNorm", "layer_norm" or
 # "bias" from weight decay; in this package's Keras paths, LayerNorms are "*layer_norm*".

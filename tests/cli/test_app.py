@@ -248,3 +248,41 @@ def test_tensorflow_logging_is_set_before_tensorflow_loads_unless_the_user_set_i
                             env=env, cwd=REPO_ROOT, timeout=120)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == (user_setting or "2")
+
+
+# Imports each tool and defines its flags as `run_tool` does, with `import tensorflow` refused;
+# prints each tool that reached it, with the package's line that imported it.
+_IMPORT_REFUSING_TENSORFLOW = """
+import importlib, os, sys, traceback
+from absl import flags
+import bert_tf.cli  # first: it puts a finder of TensorFlow first, which this one must precede
+
+class TensorFlowImported(Exception):
+    pass
+
+class RefuseTensorFlow:
+    def find_spec(self, name, path=None, target=None):
+        if name.partition(".")[0] == "tensorflow":
+            raise TensorFlowImported()
+
+sys.meta_path.insert(0, RefuseTensorFlow())
+for tool in sys.argv[1:]:
+    try:
+        importlib.import_module("bert_tf.cli." + tool).define_flags()
+    except TensorFlowImported as error:
+        frame = [frame for frame in traceback.extract_tb(error.__traceback__)
+                 if os.sep + "bert_tf" + os.sep in frame.filename][-1]
+        print(f"{tool} ({frame.filename}:{frame.lineno})")
+    # Tools define flags of the same name.
+    for name in [flag.name for module, module_flags in flags.FLAGS.flags_by_module_dict().items()
+                 if module.startswith("bert_tf.cli.") for flag in module_flags]:
+        delattr(flags.FLAGS, name)
+"""
+
+
+def test_no_tool_imports_tensorflow_before_its_main_runs():
+    # `import tensorflow` takes seconds: --helpshort and a usage error would wait for it.
+    result = subprocess.run([sys.executable, "-c", _IMPORT_REFUSING_TENSORFLOW, *TOOLS],
+                            capture_output=True, text=True, cwd=REPO_ROOT, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert not result.stdout, f"tools importing TensorFlow with their flags:\n{result.stdout}"

@@ -1,6 +1,7 @@
 """Pre-training data: from text to the batches `BertPretrainer` trains on.
 
     corpus                   reading text in bounded chunks of whole documents
+    chunk_size               those chunks' default size (without TensorFlow)
     prose                    prose (books) to one sentence per line
     stdlib_corpus            the standard library's docstrings as a small corpus
     instances                documents to BERT instances (Google's algorithm)

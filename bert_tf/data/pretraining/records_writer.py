@@ -30,6 +30,7 @@ import time
 
 import tensorflow as tf
 
+from bert_tf.data.pretraining.chunk_size import DEFAULT_CHUNK_BYTES
 from bert_tf.data.pretraining.masking import MaskedLmVocab
 from bert_tf.data.pretraining.corpus import (CorpusStatistics, file_names, input_bytes,
                                              read_document_chunks)
@@ -39,10 +40,6 @@ from bert_tf.file_io import output_file_problems
 from bert_tf.text.bert_tokenizer import BertTokenizer
 from bert_tf.text.vocab import load_vocab
 
-# Text per chunk: 8 MB is about 2M word pieces, 16k sequences of 128 per copy, so about 160 MB
-# of records in memory with dupe_factor 10, and thousands of documents to draw random next
-# sentences from.
-DEFAULT_CHUNK_BYTES = 8 << 20
 # Lines per tokenizer call: large calls amortize the per-call cost of the TensorFlow ops.
 _TOKENIZE_BATCH_LINES = 4096
 # Seconds between progress lines on a terminal, and in a log file.
