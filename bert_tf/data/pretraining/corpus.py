@@ -23,6 +23,7 @@ Example:
     >>> print(statistics.report())
 """
 
+import codecs
 import collections
 import zlib
 
@@ -203,10 +204,10 @@ def expand_text_files(patterns, flag="--input_file"):
 def text_file_problem(path):
     """What keeps the file `path` from being read as text, in words that start with it, or
     None: it cannot be read, or it holds pre-training records (a TFRecord file, GZIP or not)
-    or GZIP-compressed data, or UTF-16 text (a "Unicode" text file of Windows). Read as
-    text, the few lines of records or GZIP data that happen to be valid UTF-8 would make
-    examples of garbage, silently; read as UTF-8, each line of UTF-16 holds NUL bytes and a
-    blank one is not blank.
+    or GZIP-compressed data, or UTF-16 text (a "Unicode" text file of Windows), or other
+    binary data (an image, an archive, model weights). Read as text, the few lines of binary
+    data that happen to be valid UTF-8 would make examples, or a vocabulary, of garbage,
+    silently; read as UTF-8, each line of UTF-16 holds NUL bytes and a blank one is not blank.
 
     Example:
         >>> text_file_problem("data/train.tfrecord")
@@ -307,7 +308,21 @@ def _start_problem(path, start):
     if start.startswith(_UTF16_BOMS):
         return (f"{path} is UTF-16 text (it starts with a byte order mark), not UTF-8: convert "
                 f"it (e.g. iconv -f utf-16 -t utf-8)")
+    # Text in any 8-bit encoding (Latin-1, GB2312, ...) has no NUL byte, and UTF-8 text with
+    # some (a padded file's end) decodes: binary formats have both within their first bytes.
+    if b"\0" in start and not _decodes_as_utf8(start):
+        return (f"{path} is binary data (NUL bytes and bytes that are not UTF-8), not text: "
+                f"give text files, one sentence per line")
     return None
+
+
+def _decodes_as_utf8(start):
+    """Whether `start`, the first bytes of a file, is UTF-8 (its last character may be cut)."""
+    try:
+        codecs.getincrementaldecoder("utf-8")().decode(start, final=False)
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def _is_record_header(start):

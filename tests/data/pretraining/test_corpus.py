@@ -3,6 +3,7 @@
 import gzip
 import re
 
+import numpy as np
 import pytest
 import tensorflow as tf
 
@@ -142,9 +143,21 @@ def test_records_and_gzip_files_are_no_text(tmp_path):
         assert text_file_problem(utf16) == (
             f"{utf16} is UTF-16 text (it starts with a byte order mark), not UTF-8: convert it "
             f"(e.g. iconv -f utf-16 -t utf-8)")
-    # Text, whatever its name.
+    # Other binary data: its lines that are valid UTF-8 made a vocabulary of garbage.
+    png = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR" + bytes(range(256)) * 20
+    noise = np.random.default_rng(0).integers(0, 256, 10_000, dtype=np.uint8).tobytes()
+    for name, data in (("image.txt", png), ("noise.txt", noise)):
+        binary = write_bytes(tmp_path / name, data)
+        message = (f"{binary} is binary data (NUL bytes and bytes that are not UTF-8), not "
+                   f"text: give text files, one sentence per line")
+        assert text_file_problem(binary) == message
+        with pytest.raises(InputFileError, match=f"^{re.escape(message)}$"):
+            read_all([binary])
+    # Text, whatever its name and encoding; NUL bytes in UTF-8 (a padded end) too.
+    latin1 = "Café, naïve.\n".encode("latin-1") * 999
     for name, text in (("text.txt", b""), ("text.gz", b"One."), ("t.txt", b"One.\nTwo.\n" * 999),
-                       ("nul.txt", b"\0" * 20), ("bom.txt", "\ufeffOne.\n".encode())):
+                       ("nul.txt", b"\0" * 20), ("bom.txt", "\ufeffOne.\n".encode()),
+                       ("latin1.txt", latin1), ("cut.txt", "Ça.\0".encode() * 1365 + "é".encode())):
         assert text_file_problem(write_bytes(tmp_path / name, text)) is None
     assert text_file_problem(str(tmp_path / "missing.txt")).startswith(
         f"{tmp_path}/missing.txt: cannot read the text file (")
