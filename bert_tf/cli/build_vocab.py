@@ -4,8 +4,8 @@ Text goes through the same in-graph basic tokenization as the model's inputs (cl
 punctuation splitting, and with --do_lower_case accent stripping + lower-casing), so the learned
 pieces are exactly what `BertTokenizer` will look up. Files are streamed line by line in
 batches, so their size does not matter. Lines that are not valid UTF-8 are skipped and counted
-per file, as create_pretraining_data skips them (TFRecord, GZIP, UTF-16 and other binary files are refused,
-not read as text). The vocabulary starts with
+per file, as create_pretraining_data skips them (TFRecord, GZIP, UTF-16 and other binary files
+are refused, not read as text). The vocabulary starts with
 [PAD] [UNK] [CLS] [SEP] [MASK] (ids 0-4), then every kept character alone and as a `##`
 continuation, then word pieces by frequency, at most --vocab_size tokens in all.
 
