@@ -42,10 +42,10 @@ from bert_tf.cli.checkpoint_flags import (checkpoint_vocab_file_from_flags,
                                           define_checkpoint_flags, do_lower_case_from_flags)
 from bert_tf.data.tasks.squad_windows import (DEFAULT_DOC_STRIDE, DEFAULT_MAX_QUERY_LENGTH,
                                               DEFAULT_MAX_WINDOWS)
+from bert_tf.export.export_arguments import TASK_EXPORT_TYPES
 from bert_tf.export.model_slices import DEFAULT_MAX_TOKENS_PER_CALL
 
-EXPORT_TYPES = ("encoder", "encoder_with_mlm", "preprocess", "classifier", "ner", "squad",
-                "multiple_choice")
+EXPORT_TYPES = ("encoder", "encoder_with_mlm", "preprocess", *TASK_EXPORT_TYPES)
 SQUAD_FLAGS = ("max_answer_length", "doc_stride", "max_query_length", "max_windows",
                "version_2_with_negative", "null_score_diff_threshold")
 
@@ -95,13 +95,12 @@ def _check_flags():
     them: a --version below 1, an --output_dir under a file, a --seq_length below 3 (its
     upper bound needs the model), squad windows without room for the context or answer flags
     without rules, and --seq_length, --text_pairs or the squad flags given to an export that
-    does not use them."""
+    does not use them. TensorFlow (4 s to import) loads only for remote paths (gs://...)."""
     from bert_tf.cli.path_checks import input_file_problem, output_dir_problem
     from bert_tf.cli.squad_flags import check_answer_flags
     from bert_tf.data.tasks.squad_windows import check_windows
-    from bert_tf.export.task_export import TASK_MODEL_CLASSES, repeated_label_names
+    from bert_tf.export.export_arguments import check_seq_length, repeated_label_names
     from bert_tf.export.serving_layout import taken_version_problem
-    from bert_tf.export.text_inputs import check_seq_length
 
     problems = []
     if FLAGS.version is not None and FLAGS.version < 1:
@@ -123,7 +122,7 @@ def _check_flags():
                         f"{FLAGS.export_type}")
     problems += [f"--{name} applies to the squad export, not to {FLAGS.export_type}"
                  for name in SQUAD_FLAGS if FLAGS[name].present and FLAGS.export_type != "squad"]
-    if FLAGS["max_tokens_per_call"].present and FLAGS.export_type not in TASK_MODEL_CLASSES:
+    if FLAGS["max_tokens_per_call"].present and FLAGS.export_type not in TASK_EXPORT_TYPES:
         problems.append(f"--max_tokens_per_call applies to the task exports, not to "
                         f"{FLAGS.export_type}")
     if FLAGS.label_names and repeated_label_names(FLAGS.label_names):
@@ -145,15 +144,14 @@ def _other_export_type_problem():
     """Why --output_dir cannot take this export: its newest version records another
     --export_type (a server would serve the preprocessor in the encoder's place); None
     otherwise, or for versions written before the record or by other tools."""
-    import tensorflow as tf
-
     from bert_tf.export.serving_layout import latest_version_dir
+    from bert_tf.file_io import file_kind, open_file
 
     latest = latest_version_dir(FLAGS.output_dir)  # None when the directory is not there yet
-    record = latest and tf.io.gfile.join(latest, _EXPORT_RECORD)
-    if not record or not tf.io.gfile.exists(record):
+    record = latest and os.path.join(latest, _EXPORT_RECORD)
+    if not record or file_kind(record) is None:
         return None
-    with tf.io.gfile.GFile(record) as f:
+    with open_file(record) as f:
         theirs = json.load(f).get("export_type")
     if theirs in (None, FLAGS.export_type):
         return None
@@ -181,7 +179,7 @@ def _writer():
     from bert_tf.checkpoints import has_pretraining_heads, load_model
     from bert_tf.export import (export_encoder, export_preprocessor, export_task_model,
                                 load_task_model)
-    from bert_tf.export.text_inputs import check_seq_length
+    from bert_tf.export.export_arguments import check_seq_length
     from bert_tf.models.bert_encoder import BertEncoder
     from bert_tf.models.bert_pretrainer import BertPretrainer
 

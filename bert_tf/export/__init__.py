@@ -18,7 +18,8 @@ Example:
 import importlib
 
 # Public name -> the module defining it, imported on first use: export_savedmodel defines its
-# flags from `model_slices` before TensorFlow loads, which these modules import.
+# flags from `model_slices` and `export_arguments` before TensorFlow loads, which these modules
+# import.
 _EXPORTS = {"TASK_MODEL_CLASSES": "task_export", "export_encoder": "encoder_export",
             "export_preprocessor": "preprocessor_export", "export_task_model": "task_export",
             "latest_version_dir": "serving_layout", "load_task_model": "task_checkpoint",

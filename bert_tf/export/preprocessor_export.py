@@ -25,8 +25,9 @@ convention: `bert_pack_inputs` may be given any `seq_length` later), so it keeps
 
 import tensorflow as tf
 
+from bert_tf.export.export_arguments import check_seq_length
 from bert_tf.export.serving_layout import make_world_readable
-from bert_tf.export.text_inputs import check_seq_length, cut_texts
+from bert_tf.export.text_inputs import cut_texts
 from bert_tf.text.bert_packer import BertPacker
 from bert_tf.text.bert_tokenizer import BertTokenizer
 

@@ -22,11 +22,9 @@ import re
 import socket
 import uuid
 
-import tensorflow as tf
-
 from bert_tf_hub_names import saved_model_versions, version_numbers
 
-from bert_tf.file_io import remove_leftover_directories, rename_directory
+from bert_tf.file_io import file_kind, is_remote, remove_leftover_directories, rename_directory
 
 logger = logging.getLogger("bert_tf.export")
 
@@ -109,6 +107,8 @@ def _make_directories(path):
     a `--hub_dir` made for its first model) 0755 whatever the umask: a model server running as
     another user must reach the models under them."""
     if not _is_local(path):
+        import tensorflow as tf  # only gfile reaches a remote filesystem
+
         tf.io.gfile.makedirs(path)
         return
     missing, directory = [], os.path.abspath(path)
@@ -122,17 +122,23 @@ def _make_directories(path):
 
 def latest_version_dir(base_path):
     """The directory of the highest version under `base_path` that holds a SavedModel, or None
-    if it has none (local or remote, through `tf.io.gfile`)."""
+    if it has none (local, or remote through `tf.io.gfile`)."""
     # The listing hub model names resolve with (bert_tf_hub_names, which TensorFlow-free
-    # processes import), here through gfile.
-    versions = saved_model_versions(base_path, files=tf.io.gfile)
-    return tf.io.gfile.join(base_path, str(versions[-1])) if versions else None
+    # processes import).
+    if is_remote(base_path):
+        # Only then: export_savedmodel checks a local --output_dir before TensorFlow loads.
+        import tensorflow as tf
+
+        versions = saved_model_versions(base_path, files=tf.io.gfile)
+    else:
+        versions = saved_model_versions(base_path)
+    return os.path.join(base_path, str(versions[-1])) if versions else None
 
 
 def taken_version_problem(base_path, version):
     """Why `version` cannot be written under `base_path` (its directory exists), or None."""
-    final_dir = tf.io.gfile.join(base_path, str(version))
-    if tf.io.gfile.exists(final_dir):
+    final_dir = os.path.join(base_path, str(version))
+    if file_kind(final_dir) is not None:  # TensorFlow loads only for a remote path
         return (f"{final_dir} already exists: version {version} of this model is taken; choose "
                 f"another version or base path.")
     return None
@@ -155,6 +161,8 @@ def write_version(base_path, write_savedmodel, version=None):
 
 
 def _next_version(base_path):
+    import tensorflow as tf  # here: export_savedmodel imports this module before TensorFlow
+
     existing = (version_numbers(tf.io.gfile.listdir(base_path))
                 if tf.io.gfile.isdir(base_path) else [])
     return max(existing, default=0) + 1
@@ -179,6 +187,8 @@ def write_versions(writers, version=None):
         >>> write_versions({"hub/bert": write_encoder, "hub/bert_preprocess": write_preprocess})
         {'hub/bert': 'hub/bert/3', 'hub/bert_preprocess': 'hub/bert_preprocess/3'}
     """
+    import tensorflow as tf  # here: export_savedmodel imports this module before TensorFlow
+
     if version is None:
         version = max(_next_version(base_path) for base_path in writers)
     if not isinstance(version, int) or version < 1:

@@ -65,11 +65,12 @@ from bert_tf.data.tasks.squad_windows import (CLS_POSITION, DEFAULT_DOC_STRIDE,
                                               check_answer_rules, check_windows)
 from bert_tf.export import example_signatures
 from bert_tf.export.backing_variables import backing_variables
+from bert_tf.export.export_arguments import (TASK_EXPORT_TYPES, check_seq_length,
+                                             repeated_label_names)
 from bert_tf.export.keras_endpoint import keras_endpoint
 from bert_tf.export.model_slices import DEFAULT_MAX_TOKENS_PER_CALL, run_in_slices
 from bert_tf.export.serving_layout import make_world_readable
-from bert_tf.export.text_inputs import (DEFAULT_PAD_TO_MULTIPLE_OF, NOT_A_TOKEN, RawTextPacker,
-                                        check_seq_length)
+from bert_tf.export.text_inputs import DEFAULT_PAD_TO_MULTIPLE_OF, NOT_A_TOKEN, RawTextPacker
 from bert_tf.layers.portable_graphs import portable_graphs
 from bert_tf.layers.real_tokens import real_tokens_only
 from bert_tf.models.bert_classifier import BertClassifier
@@ -77,12 +78,10 @@ from bert_tf.models.bert_multiple_choice import BertMultipleChoice
 from bert_tf.models.bert_span_labeler import BertSpanLabeler
 from bert_tf.models.bert_token_classifier import BertTokenClassifier
 
-TASK_MODEL_CLASSES = {
-    "classifier": BertClassifier,
-    "ner": BertTokenClassifier,
-    "squad": BertSpanLabeler,
-    "multiple_choice": BertMultipleChoice,
-}
+# The model class of each task export, in TASK_EXPORT_TYPES' order.
+TASK_MODEL_CLASSES = dict(zip(TASK_EXPORT_TYPES, (BertClassifier, BertTokenClassifier,
+                                                  BertSpanLabeler, BertMultipleChoice),
+                              strict=True))
 # Google's run_squad.py default for --max_answer_length.
 DEFAULT_MAX_ANSWER_LENGTH = 30
 
@@ -286,17 +285,6 @@ class _ServingFunctions:
 
         return {"serving_default": self._function(
             serving_default, _strings("context") + _strings("choices", rank=2))}
-
-
-def repeated_label_names(label_names):
-    """The names `label_names` gives more than one class, sorted: a served `label_name` could
-    not tell those classes apart.
-
-    Example:
-        >>> repeated_label_names(["a", "b", "a"])
-        ['a']
-    """
-    return sorted({name for name in label_names if list(label_names).count(name) > 1})
 
 
 def export_task_model(export_dir, task, model, vocab_file, do_lower_case, seq_length=128,

@@ -17,9 +17,6 @@ that rule for any pipeline that reads a known number of tokens (the preprocess e
 `pack_windows`, SQuAD's windows over a context, cuts the context to the tokens of
 `max_windows` windows: 2,301 at seq_length 384, doc_stride 128 and 16 windows, 1.2 MB).
 
-`check_seq_length` is the one rule every export's `seq_length` obeys, checked before anything is
-traced or written.
-
 `RawTextPacker.trim` then drops the padding columns no row of the batch needs: a batch is
 packed to its longest row, rounded up to a multiple of `pad_to_multiple_of`, at most
 `seq_length`. The encoder masks padding out of attention, so the kept positions get the
@@ -52,27 +49,6 @@ MAX_BYTES_PER_TOKEN = 512
 # 20.3 ms at 8, 22.2 ms at 16: distinct shapes cost nothing measurable, extra columns do; 8
 # bounds the shapes a server sees to seq_length / 8 per batch size.
 DEFAULT_PAD_TO_MULTIPLE_OF = 8
-# The shortest packed input that holds any text: [CLS], one word piece and [SEP].
-MIN_SEQ_LENGTH = 3
-
-
-def check_seq_length(seq_length, max_position_embeddings=None):
-    """Raises a one-line ValueError unless `seq_length` is an integer from `MIN_SEQ_LENGTH` to
-    `max_position_embeddings` (the encoder's positions; no upper bound when None, as for a
-    preprocessor exported without its encoder).
-
-    Example:
-        >>> check_seq_length(4096, max_position_embeddings=512)
-        ValueError: seq_length must be between 3 and the encoder's max_position_embeddings
-        (512), got 4096.
-    """
-    is_int = isinstance(seq_length, int) and not isinstance(seq_length, bool)
-    if not is_int or seq_length < MIN_SEQ_LENGTH or seq_length > (
-            max_position_embeddings or seq_length):
-        bound = (f"at least {MIN_SEQ_LENGTH}" if max_position_embeddings is None else
-                 f"between {MIN_SEQ_LENGTH} and the encoder's max_position_embeddings "
-                 f"({max_position_embeddings})")
-        raise ValueError(f"seq_length must be {bound}, got {seq_length!r}.")
 
 
 def cut_texts(texts, num_tokens):

@@ -27,7 +27,7 @@ from bert_tf.checkpoints import (has_pretraining_heads, load_model, read_config,
                                  vocab_beside_checkpoint)
 from bert_tf.checkpoints.sources import check_no_layer_left_out, stated_lower_case
 from bert_tf.export import export_encoder, write_versions
-from bert_tf.export.text_inputs import check_seq_length
+from bert_tf.export.export_arguments import check_seq_length
 from bert_tf.models.bert_encoder import BertEncoder
 from bert_tf.models.bert_pretrainer import BertPretrainer
 from bert_tf.text.vocab_size import check_vocab_size

@@ -250,11 +250,9 @@ def test_tensorflow_logging_is_set_before_tensorflow_loads_unless_the_user_set_i
     assert result.stdout.strip() == (user_setting or "2")
 
 
-# Imports each tool and defines its flags as `run_tool` does, with `import tensorflow` refused;
-# prints each tool that reached it, with the package's line that imported it.
-_IMPORT_REFUSING_TENSORFLOW = """
-import importlib, os, sys, traceback
-from absl import flags
+# The start of a script in which `import tensorflow` raises TensorFlowImported.
+REFUSING_TENSORFLOW = """
+import sys
 import bert_tf.cli  # first: it puts a finder of TensorFlow first, which this one must precede
 
 class TensorFlowImported(Exception):
@@ -266,6 +264,13 @@ class RefuseTensorFlow:
             raise TensorFlowImported()
 
 sys.meta_path.insert(0, RefuseTensorFlow())
+"""
+# Imports each tool and defines its flags as `run_tool` does, with `import tensorflow` refused;
+# prints each tool that reached it, with the package's line that imported it.
+_IMPORT_REFUSING_TENSORFLOW = REFUSING_TENSORFLOW + """
+import importlib, os, traceback
+from absl import flags
+
 for tool in sys.argv[1:]:
     try:
         importlib.import_module("bert_tf.cli." + tool).define_flags()

@@ -3,7 +3,10 @@ alone for `preprocess`, a fine-tuned classifier from its checkpoint, and a clear
 checkpoint that holds no task model. (The encoder export runs through the tool in
 tests/export/test_encoder_export.py.)"""
 
+import json
 import os
+import subprocess
+import sys
 
 import keras
 import numpy as np
@@ -15,8 +18,10 @@ from bert_tf import BertEncoder
 from bert_tf.checkpoints import save_checkpoint
 from bert_tf.models.bert_classifier import BertClassifier
 from bert_tf.text.bert_preprocessor import BertPreprocessor
+from tests.cli.test_app import REFUSING_TENSORFLOW
 from tests.export.tiny_models import (tiny_config, write_pretrained_checkpoint,
                                       write_task_checkpoint, write_vocab)
+from tests.resources import REPO_ROOT
 from tests.tools.tool_runs import run_tool
 
 TEXTS = ["Hello unaffable world!", "", "what a good film"]
@@ -57,7 +62,9 @@ def test_preprocess_refuses_a_seq_length_too_short_in_one_line(tmp_path, seq_len
     assert not os.path.exists(base)
 
 
-@pytest.mark.parametrize("flags, message", [
+# Flags an export refuses only after loading the model, which the tool refuses first, and what
+# its one error line says.
+REFUSED_BEFORE_LOADING = [
     (["--export_type=encoder", "--seq_length=-3"],
      "--seq_length applies to the preprocess and task exports; the encoder export takes any "
      "length up to the encoder's max_position_embeddings"),
@@ -88,7 +95,10 @@ def test_preprocess_refuses_a_seq_length_too_short_in_one_line(tmp_path, seq_len
     (["--export_type=squad", "--seq_length=64"],
      "--seq_length (64) must exceed --max_query_length (64) + 3 special tokens, to leave room "
      "for the context."),
-])
+]
+
+
+@pytest.mark.parametrize("flags, message", REFUSED_BEFORE_LOADING)
 def test_flags_an_export_would_refuse_after_loading_are_refused_first(tmp_path, flags, message):
     # Before: refused after loading the model and tracing its signatures (5-10 s), or, for the
     # encoder's --seq_length, ignored without a word.
@@ -98,6 +108,51 @@ def test_flags_an_export_would_refuse_after_loading_are_refused_first(tmp_path, 
     assert result.returncode == 1
     assert len(result.stderr.splitlines()) == 1 and message in result.stderr, result.stderr
     assert not os.path.exists(base)
+
+
+# Parses each command line of the JSON list argv[1] as the tool does and checks its flags, with
+# `import tensorflow` refused; prints each one's error, one a line.
+_CHECKING_FLAGS_WITHOUT_TENSORFLOW = REFUSING_TENSORFLOW + """
+import json
+from absl import app, flags
+from bert_tf.cli import export_savedmodel
+
+export_savedmodel.define_flags()
+for command_line in json.loads(sys.argv[1]):
+    flags.FLAGS.unparse_flags()
+    try:
+        flags.FLAGS(["export_savedmodel", *command_line])
+        export_savedmodel._check_flags()
+    except (flags.Error, app.UsageError, ValueError) as error:
+        print(error)
+    else:
+        print("accepted")
+"""
+
+
+def test_flags_are_checked_without_importing_tensorflow(tmp_path):
+    # A refusal waited for 4 s of `import tensorflow` (Zen 5), which the export needs only after.
+    encoder = tmp_path / "encoder"  # version 1 of an encoder export, as the tool records it
+    (encoder / "1" / "assets.extra").mkdir(parents=True)
+    (encoder / "1" / "saved_model.pb").write_bytes(b"")
+    (encoder / "1" / "assets.extra" / "bert_tf_export.json").write_text(
+        '{"export_type": "encoder"}')
+    refused = REFUSED_BEFORE_LOADING + [
+        (["--export_type=preprocess"], f"--output_dir {encoder} holds an --export_type=encoder "
+                                       f"model ({encoder}/1)"),
+        (["--export_type=encoder", "--version=1"], f"{encoder}/1 already exists: version 1 of "
+                                                   f"this model is taken"),
+    ]
+    # Into the encoder's base path: the other refusals come first, as when nothing is there.
+    command_lines = [flags + [f"--output_dir={encoder}"] for flags, _ in refused]
+    result = subprocess.run(
+        [sys.executable, "-c", _CHECKING_FLAGS_WITHOUT_TENSORFLOW, json.dumps(command_lines)],
+        capture_output=True, text=True, cwd=REPO_ROOT, timeout=120)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert len(lines) == len(refused), result.stdout
+    for line, (_, message) in zip(lines, refused, strict=True):
+        assert message in line
 
 
 def test_an_output_dir_under_a_file_is_refused_first(tmp_path):
