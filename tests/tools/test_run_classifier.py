@@ -74,6 +74,24 @@ def sst2_run(workspace):
     return output_dir, result
 
 
+def _one_step_flags(workspace):
+    """One training step on the SST-2 files, --output_dir to come."""
+    return [*TRAIN_FLAGS, f"--data_dir={workspace['sst2']}", "--num_train_steps=1", "--do_train"]
+
+
+@pytest.fixture(scope="module")
+def cased_run(workspace):
+    """One step with --nodo_lower_case into a directory that held someone's notes.txt: read by
+    the tests of the casing, of epochs overridden by steps and of an --output_dir of other
+    files; its output directory and run."""
+    output_dir = workspace["dir"] / "cased"
+    output_dir.mkdir()
+    (output_dir / "notes.txt").write_text("kept")
+    return output_dir, run_tool("run_classifier.py", *workspace["model"],
+                                *_one_step_flags(workspace), f"--output_dir={output_dir}",
+                                "--nodo_lower_case")
+
+
 def test_trains_evaluates_and_predicts(workspace, sst2_run):
     output_dir, result = sst2_run
     assert latest_step(str(output_dir)) == STEPS
@@ -247,16 +265,16 @@ def test_a_run_trained_with_other_settings_is_refused_and_kept(workspace, sst2_r
     assert result.returncode == 0, result.stderr[-3000:]
 
 
-def test_epochs_overridden_by_steps_are_not_a_setting_of_the_run(workspace, tmp_path):
+def test_epochs_overridden_by_steps_are_not_a_setting_of_the_run(workspace, cased_run,
+                                                                 tmp_path):
     """--num_train_steps decides the schedule: a rerun with the same steps and other
     --num_train_epochs (ignored by both) is the same run."""
-    output_dir = tmp_path / "run"
-    flags = [*TRAIN_FLAGS, f"--data_dir={workspace['sst2']}", f"--output_dir={output_dir}",
-             "--num_train_steps=1", "--do_train"]
-    for epochs in (20, 3):
-        result = run_tool("run_classifier.py", *workspace["model"], *flags,
-                          f"--num_train_epochs={epochs}")
-        assert result.returncode == 0, result.stderr[-3000:]
+    run, result = cased_run
+    assert result.returncode == 0, result.stderr[-3000:]  # with TRAIN_FLAGS' 20 epochs
+    output_dir = _copy_of_run(run, tmp_path / "run")
+    flags = [*_one_step_flags(workspace), f"--output_dir={output_dir}", "--nodo_lower_case"]
+    result = run_tool("run_classifier.py", *workspace["model"], *flags, "--num_train_epochs=3")
+    assert result.returncode == 0, result.stderr[-3000:]
     result = run_tool("run_classifier.py", *workspace["model"],
                       *[flag for flag in flags if flag != "--num_train_steps=1"],
                       "--num_train_steps=2")
@@ -265,6 +283,7 @@ def test_epochs_overridden_by_steps_are_not_a_setting_of_the_run(workspace, tmp_
 
 
 def test_an_output_dir_of_files_a_run_writes_but_no_run_is_refused_and_kept(workspace,
+                                                                            cased_run,
                                                                             tmp_path):
     """Someone's own results there, not a run of this package: a run would overwrite them."""
     mine = tmp_path / "mine"
@@ -282,13 +301,10 @@ def test_an_output_dir_of_files_a_run_writes_but_no_run_is_refused_and_kept(work
         f"--output_dir")
     assert _files(mine) == before and sorted(os.listdir(mine)) == sorted(before)
 
-    (mine / "predictions.tsv").unlink()
-    (mine / "eval_results.json").unlink()
-    result = run_tool("run_classifier.py", *workspace["model"], *TRAIN_FLAGS[:4],
-                      f"--data_dir={workspace['sst2']}", f"--output_dir={mine}", "--do_train",
-                      "--num_train_steps=1")
-    assert result.returncode == 0, result.stderr[-3000:]  # other files are no run's
-    assert (mine / "notes.txt").read_text() == "kept" and latest_step(mine) == 1
+    # Without those two, the notes are no run's: the cased run trained beside them.
+    cased, result = cased_run
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert (cased / "notes.txt").read_text() == "kept" and latest_step(cased) == 1
 
 
 def _copy_of_run(run, directory):
@@ -332,14 +348,11 @@ def test_a_full_disk_leaves_the_runs_files_whole(workspace, sst2_run, tmp_path):
         assert _files(output_dir) == before
 
 
-def test_the_casing_is_recorded_followed_and_never_contradicted(workspace, tmp_path):
+def test_the_casing_is_recorded_followed_and_never_contradicted(workspace, cased_run, tmp_path):
     """A run records its lower-casing beside its checkpoints (tokenizer_config.json, as Hugging
     Face does); runs from it and the printed export command follow it, and a flag contradicting
     it is refused before anything is written."""
-    flags = [*TRAIN_FLAGS, f"--data_dir={workspace['sst2']}", "--num_train_steps=1", "--do_train"]
-    cased = tmp_path / "cased"
-    result = run_tool("run_classifier.py", *workspace["model"], *flags, f"--output_dir={cased}",
-                      "--nodo_lower_case")
+    cased, result = cased_run
     assert result.returncode == 0, result.stderr[-3000:]
     assert json.loads((cased / "tokenizer_config.json").read_text()) == {"do_lower_case": False}
     assert result.stdout.splitlines()[-1].endswith("--label_names=0,1 --nodo_lower_case")
@@ -354,8 +367,8 @@ def test_the_casing_is_recorded_followed_and_never_contradicted(workspace, tmp_p
 
     # Fine-tuned further without the flag: the new run keeps the casing.
     again = tmp_path / "again"
-    result = run_tool("run_classifier.py", f"--init_checkpoint={cased}", *flags,
-                      f"--output_dir={again}")
+    result = run_tool("run_classifier.py", f"--init_checkpoint={cased}",
+                      *_one_step_flags(workspace), f"--output_dir={again}")
     assert result.returncode == 0, result.stderr[-3000:]
     assert json.loads((again / "tokenizer_config.json").read_text()) == {"do_lower_case": False}
     assert result.stdout.splitlines()[-1].endswith(" --nodo_lower_case")

@@ -5,7 +5,9 @@ other runs use --nojit_compile, as an XLA compilation costs tens of seconds of C
 import dataclasses
 import json
 import os
+import shutil
 import subprocess
+import types
 
 import numpy as np
 import pytest
@@ -224,77 +226,101 @@ def test_raw_text_that_cannot_train_is_refused_before_writing(data, tmp_path, te
     assert not output_dir.exists()
 
 
-def test_a_book_on_one_line_trains_when_its_long_lines_are_cut(tmp_path):
-    write_corpus(tmp_path / "book.txt", BOOK_ON_ONE_LINE)
-    config = tmp_path / "bert_config.json"
+def _train_on_text(directory, text_files, *flags):
+    """A short run on raw text (`text_files`: the flag's value) with its config and vocabulary
+    in `directory`; the `CompletedProcess` and its output directory, `directory`/out."""
+    config = directory / "bert_config.json"
     config.write_text(json.dumps({**CONFIG, "vocab_size": len(VOCAB)}))
-    result = run_tool(TOOL, f"--bert_config_file={config}",
-                      f"--input_text_file={tmp_path / 'book.txt'}", "--cut_long_lines",
-                      f"--vocab_file={write_vocab(tmp_path)}", f"--output_dir={tmp_path / 'out'}",
+    output_dir = directory / "out"
+    result = run_tool(TOOL, f"--bert_config_file={config}", f"--input_text_file={text_files}",
+                      f"--vocab_file={write_vocab(directory)}", f"--output_dir={output_dir}",
                       "--max_seq_length=16", "--max_predictions_per_seq=3",
-                      "--train_batch_size=4", "--num_train_steps=2", "--strategy=cpu",
-                      "--nojit_compile")
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert latest_step(tmp_path / "out") == 2
+                      "--train_batch_size=4", "--strategy=cpu", "--nojit_compile", *flags)
+    return result, output_dir
 
 
-def test_text_that_is_not_utf8_is_warned_of_before_training(tmp_path):
-    corpus = write_corpus(tmp_path / "corpus.txt", numbered_documents([5] * 10, 4))
-    latin1 = tmp_path / "latin1.txt"
+@pytest.fixture(scope="module")
+def book_run(tmp_path_factory):
+    """2 steps, cased, on a book on one line, its long lines cut: read by the tests of the
+    book, of the casing and of an --init_checkpoint that does not fit."""
+    directory = tmp_path_factory.mktemp("book")
+    write_corpus(directory / "book.txt", BOOK_ON_ONE_LINE)
+    return _train_on_text(directory, directory / "book.txt", "--cut_long_lines",
+                          "--nodo_lower_case", "--num_train_steps=2")
+
+
+@pytest.fixture(scope="module")
+def partly_latin1_run(tmp_path_factory):
+    """1 step, uncased, on a corpus and a Latin-1 file: read by the tests of the UTF-8 warning
+    and of the casing; the run, its output directory and the Latin-1 file."""
+    directory = tmp_path_factory.mktemp("latin1")
+    corpus = write_corpus(directory / "corpus.txt", numbered_documents([5] * 10, 4))
+    latin1 = directory / "latin1.txt"
     latin1.write_bytes("the cat sat on the mat .\ncaf\xe9 .\n\nthe cat .\nna\xefve .\n"
                        .encode("latin-1"))
-    config = tmp_path / "bert_config.json"
-    config.write_text(json.dumps({**CONFIG, "vocab_size": len(VOCAB)}))
-    result = run_tool(TOOL, f"--bert_config_file={config}",
-                      f"--input_text_file={corpus},{latin1}",
-                      f"--vocab_file={write_vocab(tmp_path)}", f"--output_dir={tmp_path / 'out'}",
-                      "--max_seq_length=16", "--max_predictions_per_seq=3",
-                      "--train_batch_size=4", "--num_train_steps=1", "--strategy=cpu",
-                      "--nojit_compile")
+    return (*_train_on_text(directory, f"{corpus},{latin1}", "--do_lower_case",
+                            "--num_train_steps=1"), latin1)
+
+
+def test_a_book_on_one_line_trains_when_its_long_lines_are_cut(book_run):
+    result, output_dir = book_run
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert latest_step(output_dir) == 2
+
+
+def test_text_that_is_not_utf8_is_warned_of_before_training(partly_latin1_run):
+    result, output_dir, latin1 = partly_latin1_run
     assert result.returncode == 0, result.stderr[-3000:]
     warnings = [line for line in result.stderr.splitlines() if "UTF-8" in line]
     assert len(warnings) == 1 and warnings[0].endswith(
         f"--input_text_file: lines that are not valid UTF-8 are skipped: {latin1}: 2 of 5 "
         f"lines read; convert the text to UTF-8 (e.g. iconv -f latin1 -t utf-8)")
-    assert latest_step(tmp_path / "out") == 1
+    assert latest_step(output_dir) == 1
 
 
-@pytest.mark.parametrize("casing_flag, lower_case", [("--nodo_lower_case", False),
-                                                     ("--do_lower_case", True)])
-def test_the_casing_of_a_raw_text_run_is_recorded_for_the_tools_that_read_it(
-        tmp_path, casing_flag, lower_case):
+@pytest.mark.parametrize("run, lower_case", [("book_run", False), ("partly_latin1_run", True)])
+def test_the_casing_of_a_raw_text_run_is_recorded_for_the_tools_that_read_it(request, run,
+                                                                             lower_case):
     # A cased run installed by bert-tf-install-hub-model as uncased (its default when nothing
     # states the casing), whose preprocessor then lower-cased text for a cased vocabulary.
-    write_corpus(tmp_path / "corpus.txt", numbered_documents([5] * 10, 4))
-    config = tmp_path / "bert_config.json"
-    config.write_text(json.dumps({**CONFIG, "vocab_size": len(VOCAB)}))
-    result = run_tool(TOOL, f"--bert_config_file={config}",
-                      f"--input_text_file={tmp_path / 'corpus.txt'}", casing_flag,
-                      f"--vocab_file={write_vocab(tmp_path)}", f"--output_dir={tmp_path / 'out'}",
-                      "--max_seq_length=16", "--max_predictions_per_seq=3",
-                      "--train_batch_size=4", "--num_train_steps=1", "--strategy=cpu",
-                      "--nojit_compile")
+    result, output_dir = request.getfixturevalue(run)[:2]
     assert result.returncode == 0, result.stderr[-3000:]
-    assert stated_lower_case(str(tmp_path / "out"), default=None) is lower_case
+    assert stated_lower_case(str(output_dir), default=None) is lower_case
 
 
-def test_an_init_checkpoint_that_does_not_fit_leaves_no_run_in_the_way(data, tmp_path):
+@pytest.fixture(scope="module")
+def short_run(data, book_run, tmp_path_factory):
+    """4 steps on the held-out records, a checkpoint every 2 steps, evaluating held-out records
+    of other lengths, after the same command failed with an --init_checkpoint that does not fit
+    (the book run's: a vocab_size of 215, not 40). Read by the tests of that failure, of
+    held-out lengths and of a text file added to the records; `flags`: the command without
+    --output_dir."""
+    directory = tmp_path_factory.mktemp("short")
+    # E.g. held-out records with the paper's 15 % masking beside training records with more
+    # predictions, or a short-sequence phase evaluated on longer held-out sequences.
+    heldout = directory / "heldout-8.tfrecord"
+    write_pretraining_records(heldout, HELD_OUT, 8, 5, vocab_size=40, seed=4)
+    output_dir = directory / "out"
+    flags = [f"--bert_config_file={data['config']}", f"--input_file={data['heldout']}",
+             "--train_batch_size=8", "--num_train_steps=4", "--num_warmup_steps=1",
+             "--save_checkpoints_steps=2", "--steps_per_execution=2", "--strategy=cpu",
+             "--nojit_compile", "--do_eval", f"--eval_input_file={heldout}",
+             "--eval_batch_size=8"]
+    failed = run_tool(TOOL, *flags, f"--output_dir={output_dir}",
+                      f"--init_checkpoint={book_run[1]}")
+    files_after_failure = os.listdir(output_dir) if output_dir.exists() else []
+    return types.SimpleNamespace(flags=flags, output_dir=output_dir, failed=failed,
+                                 files_after_failure=files_after_failure,
+                                 result=run_tool(TOOL, *flags, f"--output_dir={output_dir}"))
+
+
+def test_an_init_checkpoint_that_does_not_fit_leaves_no_run_in_the_way(short_run):
     # The failed run had recorded itself (bert_config.json, run.json) before loading the
     # checkpoint: the corrected command was refused as "a run of another model".
-    other = tmp_path / "other_config.json"
-    other.write_text(json.dumps({**CONFIG, "hidden_size": 32, "num_attention_heads": 4}))
-    bigger = str(tmp_path / "bigger")
-    flags = [flag for flag in training_flags(data, bigger) if "bert_config_file" not in flag]
-    assert run_tool(TOOL, f"--bert_config_file={other}", *flags, "--num_train_steps=1",
-                    "--num_warmup_steps=0").returncode == 0
-    output_dir = str(tmp_path / "out")
-    flags = training_flags(data, output_dir)
-    failed = run_tool(TOOL, *flags, f"--init_checkpoint={bigger}")
-    assert "does not fit the model" in error_output(failed), failed.stderr
-    assert not os.path.exists(output_dir) or os.listdir(output_dir) == []
-    corrected = run_tool(TOOL, *flags, "--num_train_steps=2", "--num_warmup_steps=0")
-    assert corrected.returncode == 0, corrected.stderr[-3000:]
-    assert latest_step(output_dir) == 2
+    assert "does not fit the model" in error_output(short_run.failed), short_run.failed.stderr
+    assert short_run.files_after_failure == []
+    assert short_run.result.returncode == 0, short_run.result.stderr[-3000:]
+    assert latest_step(short_run.output_dir) == 4
 
 
 def _files(directory):
@@ -444,20 +470,16 @@ def test_a_text_file_as_eval_input_file_is_named_with_its_flag(data, tmp_path):
 
 
 def test_a_text_file_after_records_is_named_with_the_raw_text_flags_and_checkpoints_kept(
-        data, tmp_path):
+        data, short_run, tmp_path):
     # A run resumed with a text file added: the input pipeline finds it after the first file's
     # check, and says what the refusal of a first text file says. The checkpoints stay.
-    output_dir = tmp_path / "out"
-    flags = [f"--bert_config_file={data['config']}", f"--output_dir={output_dir}",
-             "--num_warmup_steps=0", "--train_batch_size=8", "--save_checkpoints_steps=2",
-             "--steps_per_execution=1", "--strategy=cpu", "--nojit_compile"]
-    assert run_tool(TOOL, *flags, f"--input_file={data['heldout']}",
-                    "--num_train_steps=4").returncode == 0
+    assert short_run.result.returncode == 0, short_run.result.stderr[-3000:]
+    output_dir = shutil.copytree(short_run.output_dir, tmp_path / "out")
     before = _files(output_dir)  # the checkpoints and their index
     text = tmp_path / "z_corpus.txt"
     text.write_text("The first sentence of a document.\nIts second sentence.\n" * 5)
-    result = run_tool(TOOL, *flags, f"--input_file={data['heldout']},{text}",
-                      "--num_train_steps=8")
+    result = run_tool(TOOL, *short_run.flags, f"--output_dir={output_dir}",
+                      f"--input_file={data['heldout']},{text}", "--num_train_steps=8")
     assert result.returncode == 1
     assert result.stderr.strip().splitlines()[-1] == _text_file_refusal("--input_file", text) + (
         "; to train on raw text, use --input_text_file (with --vocab_file) instead of "
@@ -473,24 +495,14 @@ def test_flags_must_match_the_records(data, tmp_path):
             "--max_seq_length=32") in result.stderr
 
 
-def test_held_out_records_keep_their_own_lengths(data, tmp_path):
-    # E.g. held-out records with the paper's 15 % masking beside training records with more
-    # predictions, or a short-sequence phase evaluated on longer held-out sequences.
-    heldout = tmp_path / "heldout-8.tfrecord"
-    write_pretraining_records(heldout, HELD_OUT, 8, 5, vocab_size=40, seed=4)
-    flags = [f"--bert_config_file={data['config']}", f"--input_file={data['train']}",
-             "--train_batch_size=8", "--num_train_steps=4", "--num_warmup_steps=1",
-             "--steps_per_execution=2", "--strategy=cpu", "--nojit_compile", "--do_eval",
-             "--eval_batch_size=8"]
-    result = run_tool(TOOL, *flags, f"--output_dir={tmp_path / 'out'}",
-                      f"--eval_input_file={heldout}")
-    assert result.returncode == 0, result.stderr[-3000:]
-    results = eval_results(tmp_path / "out")
+def test_held_out_records_keep_their_own_lengths(short_run, tmp_path):
+    assert short_run.result.returncode == 0, short_run.result.stderr[-3000:]
+    results = eval_results(short_run.output_dir)
     assert results["global_step"] == 4 and results["examples"] == HELD_OUT
 
     too_long = tmp_path / "heldout-32.tfrecord"
     write_pretraining_records(too_long, 4, 32, 5, vocab_size=40, seed=5)
-    result = run_tool(TOOL, *flags, f"--output_dir={tmp_path / 'long'}",
+    result = run_tool(TOOL, *short_run.flags, f"--output_dir={tmp_path / 'long'}",
                       f"--eval_input_file={too_long}")
     assert result.returncode != 0
     assert "max_seq_length 32 exceeds max_position_embeddings 16" in result.stderr
