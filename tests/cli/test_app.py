@@ -15,6 +15,7 @@ import pytest
 import tensorflow as tf
 
 from bert_tf.cli.app import error_line
+from tests.cli.tensorflow_refused import REFUSING_TENSORFLOW
 from tests.cli.tool_flags import TOOLS, listed_flags, tool_flags
 from tests.resources import REPO_ROOT
 from tests.tools.tool_runs import run_tool
@@ -250,21 +251,6 @@ def test_tensorflow_logging_is_set_before_tensorflow_loads_unless_the_user_set_i
     assert result.stdout.strip() == (user_setting or "2")
 
 
-# The start of a script in which `import tensorflow` raises TensorFlowImported.
-REFUSING_TENSORFLOW = """
-import sys
-import bert_tf.cli  # first: it puts a finder of TensorFlow first, which this one must precede
-
-class TensorFlowImported(Exception):
-    pass
-
-class RefuseTensorFlow:
-    def find_spec(self, name, path=None, target=None):
-        if name.partition(".")[0] == "tensorflow":
-            raise TensorFlowImported()
-
-sys.meta_path.insert(0, RefuseTensorFlow())
-"""
 # Imports each tool and defines its flags as `run_tool` does, with `import tensorflow` refused;
 # prints each tool that reached it, with the package's line that imported it.
 _IMPORT_REFUSING_TENSORFLOW = REFUSING_TENSORFLOW + """

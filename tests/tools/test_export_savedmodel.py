@@ -18,7 +18,7 @@ from bert_tf import BertEncoder
 from bert_tf.checkpoints import save_checkpoint
 from bert_tf.models.bert_classifier import BertClassifier
 from bert_tf.text.bert_preprocessor import BertPreprocessor
-from tests.cli.test_app import REFUSING_TENSORFLOW
+from tests.cli.tensorflow_refused import REFUSING_TENSORFLOW
 from tests.export.tiny_models import (tiny_config, write_pretrained_checkpoint,
                                       write_task_checkpoint, write_vocab)
 from tests.resources import REPO_ROOT
