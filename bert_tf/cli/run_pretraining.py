@@ -472,11 +472,12 @@ def main():
         init_checkpoint = None
     training = ({name: getattr(job, name) for name in _TRAINING_SETTINGS} if job.do_train
                 else None)
+    if training and not FLAGS["num_warmup_steps"].present:
+        # Recorded as the rule, not its number: it follows --num_train_steps, which a resumed
+        # run may raise, but an explicit warmup dropped on a resume changes the schedule.
+        training["num_warmup_steps"] = f"{WARMUP_PERCENT} % of the steps"
     if training and tf.train.latest_checkpoint(job.output_dir):
-        # A default warmup follows --num_train_steps, which a resumed run may raise.
-        other = other_training_settings(job.output_dir, {
-            name: value for name, value in training.items()
-            if name != "num_warmup_steps" or FLAGS["num_warmup_steps"].present})
+        other = other_training_settings(job.output_dir, training)
         if other:
             logging.warning("Resuming --output_dir %s with other settings than it trained with "
                             "(%s): it goes on with this command's", job.output_dir, other)

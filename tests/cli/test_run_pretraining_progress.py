@@ -1,7 +1,7 @@
 """run_pretraining as a user watches it, in fresh processes: the warmup is 10 % of the steps
 unless --num_warmup_steps says otherwise, a resumed job's progress bar counts to the real
 total from the checkpoint's step, TensorBoard gets examples per second, stderr holds only
-the tool's own lines, and a job resumed with another learning rate says so."""
+the tool's own lines, and a job resumed with another learning rate or warmup says so."""
 
 import json
 import math
@@ -102,20 +102,24 @@ def test_stderr_holds_only_the_tools_own_lines(job, run, request):
     assert request.getfixturevalue(run).stderr.splitlines() == own_lines
 
 
-def test_a_job_resumed_with_another_learning_rate_says_so_once(job, resumed_run):
+def test_a_job_resumed_with_another_learning_rate_or_warmup_says_so_once(job, resumed_run):
     flags, output_dir = job
     lower_rate = [flag for flag in flags if not flag.startswith("--learning_rate")]
     warning = (f"run_pretraining: warning: Resuming --output_dir {output_dir} with other "
-               f"settings than it trained with (--learning_rate 0.001 there, 0.0005 here): it "
-               f"goes on with this command's")
-    for steps, warnings in ((31, [warning]), (32, [])):  # run.json then holds the new rate
+               f"settings than it trained with ({{}}): it goes on with this command's")
+    # run.json then holds the new rate. Its warmup is the rule, 10 % of the steps, whatever
+    # their number, until one is given.
+    runs = ((31, [], [warning.format("--learning_rate 0.001 there, 0.0005 here")]),
+            (32, [], []),
+            (33, ["--num_warmup_steps=3"],
+             [warning.format("--num_warmup_steps 10 % of the steps there, 3 here")]))
+    for steps, extra_flags, warnings in runs:
         result = run_as_user("run_pretraining.py", *lower_rate, "--learning_rate=5e-4",
-                             f"--num_train_steps={steps}")
+                             f"--num_train_steps={steps}", *extra_flags)
         assert result.returncode == 0, result.stderr[-3000:]
         assert [line for line in result.stderr.splitlines() if "warning" in line] == warnings
     rates = scalar_curves(output_dir / "train")["learning_rate"]
-    assert [step for step, _ in rates][-2:] == [31, 32]
-    # Step 31 runs at the schedule's step 30 of 32 at the new peak rate.
-    np.testing.assert_allclose([rate for _, rate in rates[-2:]], [
-        googles_learning_rate(step - 1, 5e-4, steps, 3) for step, steps in ((31, 31), (32, 32))],
-        rtol=1e-6)
+    assert [step for step, _ in rates][-3:] == [31, 32, 33]
+    # Step s runs at the schedule's step s - 1 of that run's steps, at the new peak rate.
+    np.testing.assert_allclose([rate for _, rate in rates[-3:]], [
+        googles_learning_rate(step - 1, 5e-4, step, 3) for step in (31, 32, 33)], rtol=1e-6)
