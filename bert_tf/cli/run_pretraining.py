@@ -465,7 +465,8 @@ def main():
     except ValueError as e:  # e.g. a batch that does not split over replicas
         raise app.UsageError(f"{e} (--train_batch_size, --gradient_accumulation_steps)") from e
     init_checkpoint = job.init_checkpoint
-    if init_checkpoint and job.do_train and not tf.train.latest_checkpoint(job.output_dir):
+    resuming = job.do_train and bool(tf.train.latest_checkpoint(job.output_dir))
+    if init_checkpoint and job.do_train and not resuming:
         # Before the run is recorded: a checkpoint that does not fit the model would leave a
         # run of this model in --output_dir, which would refuse the corrected command.
         trainer.initialize_from(init_checkpoint)
@@ -476,7 +477,7 @@ def main():
         # Recorded as the rule, not its number: it follows --num_train_steps, which a resumed
         # run may raise, but an explicit warmup dropped on a resume changes the schedule.
         training["num_warmup_steps"] = f"{WARMUP_PERCENT} % of the steps"
-    if training and tf.train.latest_checkpoint(job.output_dir):
+    if resuming:
         other = other_training_settings(job.output_dir, training)
         if other:
             logging.warning("Resuming --output_dir %s with other settings than it trained with "
