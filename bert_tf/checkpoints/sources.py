@@ -73,10 +73,6 @@ class CheckpointWeights:
         """The pre-training head arrays (`cls/...`) that the source had, by Google name."""
         return {k: v for k, v in self.arrays.items() if k.startswith("cls/")}
 
-    @property
-    def encoder_arrays(self):
-        return {k: v for k, v in self.arrays.items() if not k.startswith("cls/")}
-
 
 def _refuse_pickle(path):
     raise UnsupportedCheckpointError(
