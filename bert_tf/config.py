@@ -61,6 +61,24 @@ def official_config_dir():
                             f"reinstall bert_tf")
 
 
+def official_config_names():
+    """The names of the shipped configs, sorted: "bert_base", "bert_mini", ..."""
+    return sorted(f[:-len(".json")] for f in os.listdir(official_config_dir())
+                  if f.endswith(".json"))
+
+
+def official_config_file(name):
+    """The shipped config file of `name` ("bert_mini"), or None when no config goes by it.
+
+    Example:
+        >>> os.path.basename(official_config_file("bert_mini"))
+        'bert_mini.json'
+    """
+    if name not in official_config_names():
+        return None
+    return os.path.join(official_config_dir(), f"{name}.json")
+
+
 @dataclasses.dataclass(frozen=True)
 class BertConfig:
     """The architecture of a BERT encoder; field names are those of Google's `bert_config.json`."""
@@ -158,11 +176,10 @@ class BertConfig:
     @classmethod
     def from_name(cls, name):
         """The config shipped in `official_configs/`, e.g. `BertConfig.from_name("bert_base")`."""
-        directory = official_config_dir()
-        path = os.path.join(directory, f"{name}.json")
-        if not os.path.exists(path):
-            names = sorted(f[:-5] for f in os.listdir(directory) if f.endswith(".json"))
-            raise ValueError(f"Unknown config name {name!r}; known: {', '.join(names)}")
+        path = official_config_file(name)
+        if path is None:
+            raise ValueError(f"Unknown config name {name!r}; known: "
+                             f"{', '.join(official_config_names())}")
         return cls.from_json_file(path)
 
     def to_dict(self):

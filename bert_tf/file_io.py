@@ -43,7 +43,8 @@ def file_keys(path):
 
 def output_file_problems(output_files, input_files=()):
     """What would make writing `output_files` destroy a file or fail, one phrase each: an
-    output file that is one of `input_files`, that is named twice, or that is a directory.
+    output file that is one of `input_files`, that is named twice, that is a directory, or
+    whose directory cannot be made because a file is in its place.
 
     Example:
         >>> output_file_problems(["corpus.txt", "./out.txt", "out.txt"], ["corpus.txt"])
@@ -55,6 +56,9 @@ def output_file_problems(output_files, input_files=()):
         keys = file_keys(path)
         if is_directory(path):
             problems.append(f"output file {path} is a directory")
+        elif blocking := file_in_the_way(os.path.dirname(path)):
+            problems.append(f"output file {path} cannot be written: {blocking} is a file, not "
+                            f"a directory")
         elif keys & inputs:
             problems.append(f"output file {path} is also an input file")
         elif keys & outputs:

@@ -42,13 +42,16 @@ def test_outputs_that_are_inputs_each_other_or_directories(tmp_path, monkeypatch
     os.link("corpus.txt", "hard_link.txt")
     (tmp_path / "directory").mkdir()
     outputs = ["hard_link.txt", "missing/../corpus.txt", "out.txt", "./out.txt", "directory",
-               "gs://bucket/out.txt", "gs://bucket/out.txt", "other.txt"]
+               "gs://bucket/out.txt", "gs://bucket/out.txt", "other.txt",
+               "corpus.txt/vocab.txt", "new/deeper/vocab.txt"]
     assert output_file_problems(outputs, ["corpus.txt", "gs://bucket/in.txt"]) == [
         "output file hard_link.txt is also an input file",
         "output file missing/../corpus.txt is also an input file",
         "output file ./out.txt is named twice",
         "output file directory is a directory",
-        "output file gs://bucket/out.txt is named twice"]
+        "output file gs://bucket/out.txt is named twice",
+        "output file corpus.txt/vocab.txt cannot be written: corpus.txt is a file, not a "
+        "directory"]
     assert output_file_problems(["corpus.txt"]) == []
 
 

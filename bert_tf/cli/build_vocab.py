@@ -16,14 +16,15 @@ embedding rows and masked-LM outputs that no id reaches.
 
 Example:
     bert-tf-build-vocab --input_file='corpus/*.txt' --output_file=model/vocab.txt \\
-        --vocab_size=30522 --do_lower_case --bert_config_file=official_configs/bert_mini.json
+        --vocab_size=30522 --do_lower_case --bert_config_file=bert_mini
 """
 
 import os
 
-from absl import flags
+from absl import app, flags
 
 from bert_tf.cli.app import run_tool
+from bert_tf.cli.config_flag import bert_config_file_problem, define_bert_config_file_flag
 from bert_tf.file_io import output_file_problems
 
 FLAGS = flags.FLAGS
@@ -38,9 +39,9 @@ def define_flags():
     flags.DEFINE_integer("max_unique_chars", 1000, "Most frequent characters kept as tokens; words "
                          "with rarer characters do not count towards the word pieces.",
                          lower_bound=1)
-    flags.DEFINE_string("bert_config_file", None, "A model config (e.g. official_configs/"
-                        "bert_mini.json) to write as bert_config.json beside --output_file, with "
-                        "vocab_size set to the learned vocabulary's size.")
+    define_bert_config_file_flag("A model config to write as bert_config.json beside "
+                                 "--output_file, with vocab_size set to the learned "
+                                 "vocabulary's size.")
     flags.mark_flags_as_required(["input_file", "output_file"])
 
 
@@ -57,6 +58,8 @@ def read_lines(paths, statistics):
 
 
 def main():
+    if problem := bert_config_file_problem():
+        raise app.UsageError(problem)
     from bert_tf.config import BertConfig
     from bert_tf.data.pretraining.corpus import CorpusStatistics, expand_text_files, file_names
     from bert_tf.text.vocab import count_words, learn_vocab, save_vocab

@@ -10,6 +10,7 @@ Example (a tool's `define_flags`, then its `main`):
 
 from absl import app, flags
 
+from bert_tf.cli.config_flag import define_bert_config_file_flag
 from bert_tf.cli.path_checks import input_file_problem
 
 FLAGS = flags.FLAGS
@@ -18,8 +19,8 @@ FLAGS = flags.FLAGS
 def define_checkpoint_flags(init_checkpoint_help):
     """Defines --init_checkpoint (with the tool's own help) and the files beside it."""
     flags.DEFINE_string("init_checkpoint", None, init_checkpoint_help)
-    flags.DEFINE_string("bert_config_file", None, "The encoder's bert_config.json; defaults to "
-                        "the one beside --init_checkpoint.")
+    define_bert_config_file_flag("The encoder's bert_config.json; defaults to the one beside "
+                                 "--init_checkpoint.")
     flags.DEFINE_string("vocab_file", None, "vocab.txt; defaults to the one beside "
                         "--init_checkpoint, and must hold the same tokens when there is one.")
     define_do_lower_case_flag("init_checkpoint")

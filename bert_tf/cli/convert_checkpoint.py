@@ -18,7 +18,8 @@ from absl import app, flags
 
 from bert_tf.cli.app import run_tool
 from bert_tf.cli.checkpoint_flags import define_do_lower_case_flag, do_lower_case_from_flags
-from bert_tf.cli.path_checks import input_file_problem, output_dir_problem
+from bert_tf.cli.config_flag import bert_config_file_problem, define_bert_config_file_flag
+from bert_tf.cli.path_checks import output_dir_problem
 
 FLAGS = flags.FLAGS
 
@@ -28,8 +29,8 @@ def define_flags():
                         "Face directory / model.safetensors.")
     flags.DEFINE_string("output_dir", None, "New or empty directory to write the TF2 checkpoint "
                         "into (one holding any file is refused).")
-    flags.DEFINE_string("bert_config_file", None, "bert_config.json to use instead of the one "
-                        "beside the checkpoint.")
+    define_bert_config_file_flag("bert_config.json to use instead of the one beside the "
+                                 "checkpoint.")
     define_do_lower_case_flag("checkpoint", default=None)
     flags.mark_flags_as_required(["checkpoint", "output_dir"])
 
@@ -37,9 +38,7 @@ def define_flags():
 def main():
     from bert_tf.checkpoints import convert_checkpoint
 
-    problems = [output_dir_problem("output_dir", FLAGS.output_dir),
-                FLAGS.bert_config_file and input_file_problem("bert_config_file",
-                                                              FLAGS.bert_config_file)]
+    problems = [output_dir_problem("output_dir", FLAGS.output_dir), bert_config_file_problem()]
     if problems := [problem for problem in problems if problem]:
         raise app.UsageError("; ".join(problems))
     result = convert_checkpoint(FLAGS.checkpoint, FLAGS.output_dir, FLAGS.bert_config_file,

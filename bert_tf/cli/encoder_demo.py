@@ -8,10 +8,10 @@ sentences: two pairs that mean about the same (0.666 and 0.894, as sentence-tran
 documentation prints for this model) and two that match neither.
 
 Example:
-    python tools/encoder_demo.py
-    python tools/encoder_demo.py --sentence="A man is eating food." \\
+    bert-tf-encoder-demo
+    bert-tf-encoder-demo --sentence="A man is eating food." \\
         --sentence="A man eats pasta." --sentence="A man is riding a horse."
-    python tools/encoder_demo.py --init_checkpoint=/tmp/minilm   # vocab.txt beside it
+    bert-tf-encoder-demo --init_checkpoint=/tmp/minilm   # vocab.txt beside it
 """
 
 from absl import flags

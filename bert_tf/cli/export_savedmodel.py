@@ -38,6 +38,7 @@ import time
 from absl import app, flags
 
 from bert_tf.cli.app import run_tool
+from bert_tf.cli.config_flag import bert_config_file_problem
 from bert_tf.cli.checkpoint_flags import (checkpoint_vocab_file_from_flags,
                                           define_checkpoint_flags, do_lower_case_from_flags)
 from bert_tf.data.tasks.squad_windows import (DEFAULT_DOC_STRIDE, DEFAULT_MAX_QUERY_LENGTH,
@@ -127,9 +128,9 @@ def _check_flags():
                         f"{FLAGS.export_type}")
     if FLAGS.label_names and repeated_label_names(FLAGS.label_names):
         problems.append(f"--label_names names two classes alike: {','.join(FLAGS.label_names)}")
-    for flag in ("vocab_file", "bert_config_file"):
-        if FLAGS[flag].value and (problem := input_file_problem(flag, FLAGS[flag].value)):
-            problems.append(problem)
+    problems += filter(None, [FLAGS.vocab_file and input_file_problem("vocab_file",
+                                                                      FLAGS.vocab_file),
+                              bert_config_file_problem()])
     if not problems:  # --output_dir is a directory, or will be
         problems += filter(None, [_other_export_type_problem(), FLAGS.version and
                                   taken_version_problem(FLAGS.output_dir, FLAGS.version)])

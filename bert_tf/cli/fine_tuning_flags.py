@@ -21,7 +21,8 @@ from absl import app, flags
 
 from bert_tf.cli import checkpoint_flags
 from bert_tf.cli.checkpoint_flags import define_checkpoint_flags
-from bert_tf.cli.path_checks import input_file_problem, run_output_dir_problem
+from bert_tf.cli.config_flag import bert_config_file_problem
+from bert_tf.cli.path_checks import run_output_dir_problem
 from bert_tf.cli.thread_pool_flags import define_thread_pool_flags, size_thread_pools_from_flags
 from bert_tf.file_io import file_kind
 from bert_tf.training.mixed_precision import MIXED_PRECISION
@@ -115,8 +116,7 @@ def check_flags(data_flags, data_files=None, tool_problems=(), outputs=(), segme
     if not (init_checkpoint or FLAGS.bert_config_file):
         problems.append("--init_checkpoint (pre-trained weights) or at least --bert_config_file "
                         "is required")
-    elif FLAGS.bert_config_file and (
-            problem := input_file_problem("bert_config_file", FLAGS.bert_config_file)):
+    elif problem := bert_config_file_problem():
         problems.append(problem)
     if not (FLAGS.vocab_file or init_checkpoint):
         problems.append("--vocab_file is required without --init_checkpoint")
@@ -132,13 +132,19 @@ def check_flags(data_flags, data_files=None, tool_problems=(), outputs=(), segme
         problems.append(f"--learning_rate must be positive, got {FLAGS.learning_rate}")
     if not 0 <= FLAGS.warmup_proportion <= 1:
         problems.append(f"--warmup_proportion must be in [0, 1], got {FLAGS.warmup_proportion}")
+    data_dir_is_a_file = ("data_dir" in FLAGS and FLAGS.data_dir
+                          and file_kind(FLAGS.data_dir) == "file")
+    if data_dir_is_a_file:
+        problems.append(f"--data_dir {FLAGS.data_dir} is a file, not a directory (of the "
+                        f"task's files)")
     for mode, names in data_flags.items():
         if not FLAGS[f"do_{mode}"].value:
             continue
         missing = [f"--do_{mode} needs --{name}" for name in names if not FLAGS[name].value]
         problems += missing
         name = (data_files or {}).get(mode)
-        kind = file_kind(data_path(name)) if name and not missing else "file"
+        kind = (file_kind(data_path(name)) if name and not (missing or data_dir_is_a_file)
+                else "file")
         if kind != "file":
             what = {None: "does not exist", "directory": "is a directory, not a file"}.get(
                 kind, "is not a regular file")

@@ -22,7 +22,7 @@ from absl import app, flags
 from bert_tf.cli.app import run_tool
 from bert_tf.cli.checkpoint_flags import (checkpoint_vocab_file_from_flags,
                                           define_checkpoint_flags, do_lower_case_from_flags)
-from bert_tf.cli.path_checks import input_file_problem
+from bert_tf.cli.config_flag import bert_config_file_problem
 
 FLAGS = flags.FLAGS
 
@@ -46,8 +46,7 @@ def define_flags():
 def main():
     from bert_tf.hub import install_model
 
-    if FLAGS.bert_config_file and (
-            problem := input_file_problem("bert_config_file", FLAGS.bert_config_file)):
+    if problem := bert_config_file_problem():
         raise app.UsageError(problem)
     installed = install_model(
         FLAGS.init_checkpoint, name=FLAGS.name,

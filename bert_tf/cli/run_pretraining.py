@@ -14,13 +14,13 @@ corpus to an exported encoder (`bert_tf.training.embedded_default`), into
 
 Examples:
     bert-tf-run-pretraining                     # the embedded default job
-    bert-tf-run-pretraining --bert_config_file=official_configs/bert_tiny.json \\
+    bert-tf-run-pretraining --bert_config_file=bert_tiny \\
         --input_file="data/wiki-*.tfrecord,data/books-*.tfrecord" --output_dir=/tmp/pretrain \\
         --train_batch_size=256 --num_train_steps=100000 --num_warmup_steps=10000 \\
         --learning_rate=1e-4 --strategy=mirrored --mixed_precision=bfloat16
     bert-tf-run-pretraining ... --strategy=tpu --tpu=grpc://10.2.3.4:8470
     bert-tf-run-pretraining ... --nodo_train --do_eval --eval_input_file=heldout.tfrecord
-    bert-tf-run-pretraining --bert_config_file=official_configs/bert_mini.json \\
+    bert-tf-run-pretraining --bert_config_file=bert_mini \\
         --input_text_file="corpus/*.txt" --vocab_file=vocab.txt --output_dir=/tmp/pretrain \\
         --max_seq_length=128 --export_dir=/tmp/pretrain/export
 
@@ -38,7 +38,7 @@ import types
 
 from absl import app, flags, logging
 
-from bert_tf.cli import tfds_flags
+from bert_tf.cli import config_flag, tfds_flags
 from bert_tf.cli.app import run_tool
 from bert_tf.cli.path_checks import (output_dir_problem, run_output_dir_problem,
                                      unwritable_output_problem)
@@ -71,7 +71,7 @@ _CHECKED_RECORDS = 256
 
 def define_flags():
     # The original BERT flags (same names and meaning).
-    flags.DEFINE_string("bert_config_file", None, "The model's bert_config.json.")
+    config_flag.define_bert_config_file_flag("The model's bert_config.json.")
     flags.DEFINE_string("input_file", None, "Comma-separated globs of training TFRecord files "
                         "(create_pretraining_data).")
     flags.DEFINE_string("output_dir", None, "Where checkpoints and summaries go; resumed from if "
@@ -171,7 +171,8 @@ def _job(embedded):
     """The job's settings: the flags' values, with the embedded default job's own defaults for
     the flags not given when it runs. `main` reads these, never FLAGS, so that what the job
     fills in later (the embedded job's inputs, lengths read from records) stays out of FLAGS."""
-    job = {flag.name: flag.value for module in (__name__, tfds_flags.__name__)
+    job = {flag.name: flag.value
+           for module in (__name__, tfds_flags.__name__, config_flag.__name__)
            for flag in FLAGS.get_flags_for_module(module)}
     if embedded:
         job.update({name: value for name, value in _embedded_defaults().items()
@@ -193,6 +194,8 @@ def _input_problems(job):
     problems = []
     if not job.bert_config_file:
         problems.append("--bert_config_file (the model's bert_config.json) is required")
+    elif problem := config_flag.bert_config_file_problem():
+        problems.append(problem)
     if job.input_file and job.input_text_file:
         problems.append("--input_file (records) and --input_text_file (raw text) exclude each "
                         "other")

@@ -104,6 +104,17 @@ def test_fine_tuning_refuses_a_file_as_output_dir_and_a_directory_as_vocab_file(
     assert (tmp_path / "notes.txt").read_text() == "kept"
 
 
+def test_fine_tuning_refuses_a_file_as_data_dir(tmp_path):
+    (tmp_path / "train.tsv").write_text("sentence\tlabel\na fine film\t1\n")
+    for tool, task in [("run_classifier.py", "--task_name=SST-2"), ("run_ner.py", None)]:
+        result = run_tool(tool, *filter(None, [task]), f"--data_dir={tmp_path}/train.tsv",
+                          "--do_train", f"--bert_config_file={TINY_CONFIG}",
+                          f"--vocab_file={tmp_path}/train.tsv", f"--output_dir={tmp_path}/out")
+        assert error_output(result).endswith(
+            f"--data_dir {tmp_path}/train.tsv is a file, not a directory (of the task's files)")
+        assert not (tmp_path / "out").exists()
+
+
 def test_convert_checkpoint_refuses_a_file_as_output_dir(tmp_path):
     (tmp_path / "notes.txt").write_text("kept")
     result = run_tool("convert_checkpoint.py", f"--checkpoint={tmp_path}/model",
