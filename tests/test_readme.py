@@ -1,9 +1,12 @@
-"""README's walkthrough runs as written: its shell blocks, in order, in one bash process.
+"""README's commands run as written.
 
 The walkthrough sets its paths once (`MINILM`, `DATA`, `TEXT`, `WORK`, `STEPS`) with defaults a
-newcomer keeps; this test overrides only those variables (20 steps, two books, a temporary
+newcomer keeps; its test overrides only those variables (20 steps, two books, a temporary
 directory) so the same commands go from raw text through vocabulary, records, pre-training,
-fine-tuning and export to a served model answering REST and gRPC.
+fine-tuning and export to a served model answering REST and gRPC, then on to "Export and
+serving" (exports, models installed by name) and the Python blocks that use what it made. The
+other Python blocks run on their own, with `.venv/bin/` read as this Python's directory and
+`/tmp/` as a temporary one.
 """
 
 import ast
@@ -13,34 +16,56 @@ import re
 import subprocess
 import sys
 
+import pytest
+
 from bert_tf.hub import HUB_DIR_ENV
-from tests.hub.tiny_install import install_tiny_model
 from tests.resources import REPO_ROOT, minilm_dir, shared_data_path
 
 WALKTHROUGH_HEADING = "## Walkthrough"
+EXPORT_HEADING = "## Export and serving"
 
 
-def walkthrough_script(readme_text):
-    """The shell code blocks of README's walkthrough section, in order, as one script."""
-    start = readme_text.index(WALKTHROUGH_HEADING)
-    end = readme_text.find("\n## ", start + len(WALKTHROUGH_HEADING))
-    section = readme_text[start:end if end >= 0 else None]
-    blocks = re.findall(r"^```\n(.*?)^```$", section, flags=re.S | re.M)
-    assert blocks, "README's walkthrough has no shell block"
-    return "".join(blocks)
+def readme_text():
+    with open(os.path.join(REPO_ROOT, "README.md"), encoding="utf-8") as readme:
+        return readme.read()
 
 
-def test_walkthrough_runs_as_written(tmp_path):
+def shell_blocks(heading):
+    """The shell code blocks of README's section `heading` (its subsections included)."""
+    text = readme_text()
+    start = text.index(heading)
+    end = text.find("\n## ", start + len(heading))
+    blocks = re.findall(r"^```\n(.*?)^```$", text[start:end if end >= 0 else None],
+                        flags=re.S | re.M)
+    assert blocks, f"README's section {heading!r} has no shell block"
+    return blocks
+
+
+def as_run_here(code, tmp_path):
+    """`code` with README's `.venv/bin/` as this Python's directory and `/tmp/` as `tmp_path`."""
+    return (code.replace(".venv/bin/", os.path.dirname(sys.executable) + "/")
+            .replace("/tmp/", f"{tmp_path}/"))
+
+
+def run_python(code, cwd, env=None):
+    run = subprocess.run([sys.executable, "-c", code], cwd=cwd, capture_output=True, text=True,
+                         env=env, timeout=900)
+    assert run.returncode == 0, run.stderr[-3000:]
+    return run.stdout
+
+
+def test_walkthrough_then_export_and_serving_run_as_written(tmp_path):
     minilm_dir()  # the walkthrough fine-tunes the installed MiniLM
     data = os.path.dirname(os.path.dirname(shared_data_path("SST-2/dev.tsv")))
     books = [shared_data_path("gutenberg/blake-poems.txt"),
              shared_data_path("gutenberg/shakespeare-macbeth.txt")]
-    with open(os.path.join(REPO_ROOT, "README.md"), encoding="utf-8") as readme:
-        script = walkthrough_script(readme.read())
     work = tmp_path / "walkthrough"
-    environment = dict(os.environ, DATA=data, TEXT=",".join(books), WORK=str(work), STEPS="20")
+    environment = dict(os.environ, DATA=data, TEXT=",".join(books), WORK=str(work), STEPS="20",
+                       **{HUB_DIR_ENV: str(tmp_path / "hub")})
+    # The walkthrough, then "Export and serving"'s first block with its variables.
+    script = "".join(shell_blocks(WALKTHROUGH_HEADING)) + shell_blocks(EXPORT_HEADING)[0]
     run = subprocess.run(["bash", "-euo", "pipefail", "-c", script], cwd=REPO_ROOT,
-                         env=environment, capture_output=True, text=True, timeout=1500)
+                         env=environment, capture_output=True, text=True, timeout=2100)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-5000:]
 
     with open(work / "sst2" / "eval_results.json", encoding="utf-8") as results:
@@ -53,27 +78,38 @@ def test_walkthrough_runs_as_written(tmp_path):
     predictions = json.loads(rest_answer.group(0))
     assert len(predictions["predictions"]) == 2
     assert re.search(r"\[b'(positive|negative)' b'(positive|negative)'\]", run.stdout), run.stdout
+    assert "Installed bert_tf_L6_H384_A12 " in run.stdout, run.stdout[-3000:]
+    assert "Installed bert_tf_L4_H256 " in run.stdout, run.stdout[-3000:]
+
+    # The Python blocks that use those exports and names.
+    for marker, printed in [('hub.KerasLayer("bert_tf_L6_H384_A12"', r"loss: \d"),
+                            ("encoder.mlm", r"loss: \d"),
+                            ("keras.layers.TFSMLayer", r"\[\[\d\.\d+,? +\d\.\d+\]\]")]:
+        output = run_python(python_block_with(marker), tmp_path, environment)
+        assert re.search(printed, output), f"{marker}: {output[-2000:]}"
 
 
-def _python_block_with(marker):
+def python_block_with(marker):
     """README's one ```python block that contains `marker`."""
-    with open(os.path.join(REPO_ROOT, "README.md"), encoding="utf-8") as readme:
-        blocks = re.findall(r"^```python\n(.*?)^```$", readme.read(), flags=re.S | re.M)
+    blocks = re.findall(r"^```python\n(.*?)^```$", readme_text(), flags=re.S | re.M)
     found = [block for block in blocks if marker in block]
     assert len(found) == 1, f"{len(found)} python blocks of README contain {marker!r}"
     return found[0]
 
 
-def test_the_masked_lm_block_runs_as_written(tmp_path_factory, tmp_path):
-    """The `encoder.mlm` block is whole (its own imports) and loads a name README installs: here
-    a tiny model with an MLM head installed under that name, the block run as a script."""
-    block = _python_block_with("encoder.mlm")
-    name = re.search(r'hub\.load\("(\w+)"\)', block).group(1)
-    directory = install_tiny_model(tmp_path_factory, name)[0]
-    run = subprocess.run([sys.executable, "-c", block], cwd=tmp_path, capture_output=True,
-                         text=True, env=dict(os.environ, **{HUB_DIR_ENV: directory}), timeout=600)
-    assert run.returncode == 0, run.stderr[-3000:]
-    assert re.search(r"loss: \d", run.stdout), run.stdout[-2000:]
+@pytest.mark.parametrize("marker", ['from_name("bert_mini")   # or', "restore_weights(",
+                                    "tokenize_with_offsets(", "classifier.fit("])
+def test_python_block_runs_as_written(tmp_path, marker):
+    minilm_dir()  # blocks load the installed MiniLM
+    if marker == "restore_weights(":  # after "Pretrained weights"' conversion, as in README
+        convert = as_run_here(shell_blocks("## Pretrained weights")[0], tmp_path)
+        environment = dict(os.environ, MINILM=minilm_dir())
+        run = subprocess.run(["bash", "-euo", "pipefail", "-c", convert], cwd=REPO_ROOT,
+                             env=environment, capture_output=True, text=True, timeout=900)
+        assert run.returncode == 0, run.stderr[-3000:]
+    run_python(as_run_here(python_block_with(marker), tmp_path), REPO_ROOT)
+    if marker == "tokenize_with_offsets(":
+        assert os.path.exists(tmp_path / "bert_preprocess" / "saved_model.pb")
 
 
 def _install_requires():
