@@ -10,11 +10,14 @@ other Python blocks run on their own, with `.venv/bin/` read as this Python's di
 """
 
 import ast
+import contextlib
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
+import tempfile
 
 import pytest
 
@@ -30,13 +33,29 @@ def readme_text():
         return readme.read()
 
 
+def code_blocks(text, language):
+    """The fenced code blocks of `text` whose info string is `language` ("" for the shell's),
+    in order. Fences pair up line by line: a block of another language is skipped whole, its
+    closing fence not read as the opening of the next."""
+    blocks, current, opening = [], None, None
+    for line in text.splitlines(keepends=True):
+        if current is None and line.startswith("```"):
+            current, opening = [], line[3:].strip()
+        elif current is not None and line.rstrip("\n") == "```":
+            if opening == language:
+                blocks.append("".join(current))
+            current = None
+        elif current is not None:
+            current.append(line)
+    return blocks
+
+
 def shell_blocks(heading):
     """The shell code blocks of README's section `heading` (its subsections included)."""
     text = readme_text()
     start = text.index(heading)
     end = text.find("\n## ", start + len(heading))
-    blocks = re.findall(r"^```\n(.*?)^```$", text[start:end if end >= 0 else None],
-                        flags=re.S | re.M)
+    blocks = code_blocks(text[start:end if end >= 0 else None], "")
     assert blocks, f"README's section {heading!r} has no shell block"
     return blocks
 
@@ -45,6 +64,26 @@ def as_run_here(code, tmp_path):
     """`code` with README's `.venv/bin/` as this Python's directory and `/tmp/` as `tmp_path`."""
     return (code.replace(".venv/bin/", os.path.dirname(sys.executable) + "/")
             .replace("/tmp/", f"{tmp_path}/"))
+
+
+def run_bash(script, env, timeout):
+    """Runs `script` as README's reader would paste it into bash (`-euo pipefail`), from the
+    checkout; returns the CompletedProcess (text output). In a session of its own, which is
+    killed whole at the end: a server a failing block started in the background would
+    otherwise outlive it, holding the output pipes open, and the test would wait for it."""
+    with tempfile.TemporaryFile("w+") as stdout, tempfile.TemporaryFile("w+") as stderr:
+        process = subprocess.Popen(["bash", "-euo", "pipefail", "-c", script], cwd=REPO_ROOT,
+                                   env=env, stdout=stdout, stderr=stderr, text=True,
+                                   start_new_session=True)
+        try:
+            returncode = process.wait(timeout=timeout)
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+        stdout.seek(0)
+        stderr.seek(0)
+        return subprocess.CompletedProcess(process.args, returncode, stdout.read(), stderr.read())
 
 
 def run_python(code, cwd, env=None):
@@ -64,8 +103,7 @@ def test_walkthrough_then_export_and_serving_run_as_written(tmp_path):
                        **{HUB_DIR_ENV: str(tmp_path / "hub")})
     # The walkthrough, then "Export and serving"'s first block with its variables.
     script = "".join(shell_blocks(WALKTHROUGH_HEADING)) + shell_blocks(EXPORT_HEADING)[0]
-    run = subprocess.run(["bash", "-euo", "pipefail", "-c", script], cwd=REPO_ROOT,
-                         env=environment, capture_output=True, text=True, timeout=2100)
+    run = run_bash(script, environment, timeout=2100)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-5000:]
 
     with open(work / "sst2" / "eval_results.json", encoding="utf-8") as results:
@@ -81,6 +119,18 @@ def test_walkthrough_then_export_and_serving_run_as_written(tmp_path):
     assert "Installed bert_tf_L6_H384_A12 " in run.stdout, run.stdout[-3000:]
     assert "Installed bert_tf_L4_H256 " in run.stdout, run.stdout[-3000:]
 
+    # The serving section's commands: the server, REST calls, its gRPC client, the server's end.
+    start, stop = shell_blocks("### Serving: gRPC and REST")
+    client = python_block_with("stub.Classify(")
+    script = f"{start}{sys.executable} - <<'EOF'\n{client}EOF\n{stop}"
+    serving = run_bash(script, environment, timeout=900)
+    assert serving.returncode == 0, serving.stdout[-3000:] + serving.stderr[-5000:]
+    assert re.search(r'^\{"results": \[\[\["(negative|positive)", 0\.\d+\]', serving.stdout,
+                     re.M), serving.stdout
+    assert '"signature_def"' in serving.stdout, serving.stdout  # the metadata
+    label_score = r"\('(negative|positive)', 0\.\d+\)"
+    assert re.search(rf"^\[{label_score}, {label_score}\]$", serving.stdout, re.M), serving.stdout
+
     # The Python blocks that use those exports and names.
     for marker, printed in [('hub.KerasLayer("bert_tf_L6_H384_A12"', r"loss: \d"),
                             ("encoder.mlm", r"loss: \d"),
@@ -91,8 +141,7 @@ def test_walkthrough_then_export_and_serving_run_as_written(tmp_path):
 
 def python_block_with(marker):
     """README's one ```python block that contains `marker`."""
-    blocks = re.findall(r"^```python\n(.*?)^```$", readme_text(), flags=re.S | re.M)
-    found = [block for block in blocks if marker in block]
+    found = [block for block in code_blocks(readme_text(), "python") if marker in block]
     assert len(found) == 1, f"{len(found)} python blocks of README contain {marker!r}"
     return found[0]
 
@@ -103,9 +152,7 @@ def test_python_block_runs_as_written(tmp_path, marker):
     minilm_dir()  # blocks load the installed MiniLM
     if marker == "restore_weights(":  # after "Pretrained weights"' conversion, as in README
         convert = as_run_here(shell_blocks("## Pretrained weights")[0], tmp_path)
-        environment = dict(os.environ, MINILM=minilm_dir())
-        run = subprocess.run(["bash", "-euo", "pipefail", "-c", convert], cwd=REPO_ROOT,
-                             env=environment, capture_output=True, text=True, timeout=900)
+        run = run_bash(convert, dict(os.environ, MINILM=minilm_dir()), timeout=900)
         assert run.returncode == 0, run.stderr[-3000:]
     run_python(as_run_here(python_block_with(marker), tmp_path), REPO_ROOT)
     if marker == "tokenize_with_offsets(":
