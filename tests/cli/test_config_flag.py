@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from bert_tf.config import BertConfig
+from bert_tf.config import BertConfig, official_config_file
 from tests.cli.tool_flags import tool_flags
 from tests.tools.tool_runs import error_output, tool_command, tool_env
 
@@ -59,21 +59,20 @@ def test_a_missing_config_names_the_shipped_one_it_may_have_meant(tmp_path, tool
 
 def test_a_shipped_config_goes_by_its_name_and_a_file_of_that_name_wins(tmp_path):
     (tmp_path / "text.txt").write_text("the words of a small corpus to learn a vocabulary from\n")
-    flags = [f"--input_file={tmp_path}/text.txt", "--output_file=model/vocab.txt",
-             "--vocab_size=100", "--bert_config_file=bert_mini"]
-    result = run_in(tmp_path, "build_vocab", *flags)
-    assert result.returncode == 0, result.stderr[-2000:]
-    written = BertConfig.from_json_file(str(tmp_path / "model" / "bert_config.json"))
-    assert written == dataclasses.replace(BertConfig.from_name("bert_mini"),
-                                          vocab_size=written.vocab_size)
-    assert "official_configs/bert_mini.json with vocab_size" in result.stdout
 
+    def build_vocab_with_bert_mini(expected_config, read):
+        """Runs build_vocab with --bert_config_file=bert_mini: the config it wrote must be
+        `expected_config`'s, sized to the vocabulary, and its line name the file `read`."""
+        result = run_in(tmp_path, "build_vocab", f"--input_file={tmp_path}/text.txt",
+                        "--output_file=model/vocab.txt", "--vocab_size=100",
+                        "--bert_config_file=bert_mini")
+        assert result.returncode == 0, result.stderr[-2000:]
+        written = BertConfig.from_json_file(str(tmp_path / "model" / "bert_config.json"))
+        assert written == dataclasses.replace(BertConfig.from_name(expected_config),
+                                              vocab_size=written.vocab_size)
+        assert f"Wrote model/bert_config.json: {read} with vocab_size" in result.stdout
+
+    build_vocab_with_bert_mini("bert_mini", official_config_file("bert_mini"))
     # A file named like a shipped config, where the command runs, is the one read.
-    tiny = BertConfig.from_name("bert_tiny").to_dict()
-    (tmp_path / "bert_mini").write_text(json.dumps(tiny))
-    result = run_in(tmp_path, "build_vocab", *flags)
-    assert result.returncode == 0, result.stderr[-2000:]
-    written = BertConfig.from_json_file(str(tmp_path / "model" / "bert_config.json"))
-    assert written == dataclasses.replace(BertConfig.from_name("bert_tiny"),
-                                          vocab_size=written.vocab_size)
-    assert "Wrote model/bert_config.json: bert_mini with vocab_size" in result.stdout
+    (tmp_path / "bert_mini").write_text(json.dumps(BertConfig.from_name("bert_tiny").to_dict()))
+    build_vocab_with_bert_mini("bert_tiny", "bert_mini")
