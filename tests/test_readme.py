@@ -26,6 +26,15 @@ from tests.resources import REPO_ROOT, minilm_dir, shared_data_path
 
 WALKTHROUGH_HEADING = "## Walkthrough"
 EXPORT_HEADING = "## Export and serving"
+# README's ```python blocks, each by a string only it holds: those that run on their own, the
+# serving section's gRPC client, and those that use what the walkthrough and "Export and
+# serving" made, with what they print.
+STANDALONE = ['from_name("bert_mini")   # or', "restore_weights(", "tokenize_with_offsets(",
+              "classifier.fit("]
+SERVING_CLIENT = "stub.Classify("
+AFTER_THE_WALKTHROUGH = {'hub.KerasLayer("bert_tf_L6_H384_A12"': r"loss: \d",
+                         "encoder.mlm": r"loss: \d",
+                         "keras.layers.TFSMLayer": r"\[\[\d\.\d+,? +\d\.\d+\]\]"}
 
 
 def readme_text():
@@ -121,7 +130,7 @@ def test_walkthrough_then_export_and_serving_run_as_written(tmp_path):
 
     # The serving section's commands: the server, REST calls, its gRPC client, the server's end.
     start, stop = shell_blocks("### Serving: gRPC and REST")
-    client = python_block_with("stub.Classify(")
+    client = python_block_with(SERVING_CLIENT)
     script = f"{start}{sys.executable} - <<'EOF'\n{client}EOF\n{stop}"
     serving = run_bash(script, environment, timeout=900)
     assert serving.returncode == 0, serving.stdout[-3000:] + serving.stderr[-5000:]
@@ -132,9 +141,7 @@ def test_walkthrough_then_export_and_serving_run_as_written(tmp_path):
     assert re.search(rf"^\[{label_score}, {label_score}\]$", serving.stdout, re.M), serving.stdout
 
     # The Python blocks that use those exports and names.
-    for marker, printed in [('hub.KerasLayer("bert_tf_L6_H384_A12"', r"loss: \d"),
-                            ("encoder.mlm", r"loss: \d"),
-                            ("keras.layers.TFSMLayer", r"\[\[\d\.\d+,? +\d\.\d+\]\]")]:
+    for marker, printed in AFTER_THE_WALKTHROUGH.items():
         output = run_python(python_block_with(marker), tmp_path, environment)
         assert re.search(printed, output), f"{marker}: {output[-2000:]}"
 
@@ -146,8 +153,7 @@ def python_block_with(marker):
     return found[0]
 
 
-@pytest.mark.parametrize("marker", ['from_name("bert_mini")   # or', "restore_weights(",
-                                    "tokenize_with_offsets(", "classifier.fit("])
+@pytest.mark.parametrize("marker", STANDALONE)
 def test_python_block_runs_as_written(tmp_path, marker):
     minilm_dir()  # blocks load the installed MiniLM
     if marker == "restore_weights(":  # after "Pretrained weights"' conversion, as in README
@@ -157,6 +163,12 @@ def test_python_block_runs_as_written(tmp_path, marker):
     run_python(as_run_here(python_block_with(marker), tmp_path), REPO_ROOT)
     if marker == "tokenize_with_offsets(":
         assert os.path.exists(tmp_path / "bert_preprocess" / "saved_model.pb")
+
+
+def test_every_python_block_is_run_by_a_test():
+    for block in code_blocks(readme_text(), "python"):
+        markers = [m for m in [*STANDALONE, SERVING_CLIENT, *AFTER_THE_WALKTHROUGH] if m in block]
+        assert len(markers) == 1, f"README's python block run by {len(markers)} tests:\n{block}"
 
 
 def _install_requires():
