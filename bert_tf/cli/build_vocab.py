@@ -58,7 +58,7 @@ def read_lines(paths, statistics):
 
 
 def main():
-    if problem := bert_config_file_problem():
+    if problem := bert_config_file_problem(FLAGS.bert_config_file):
         raise app.UsageError(problem)
     from bert_tf.config import BertConfig
     from bert_tf.data.pretraining.corpus import CorpusStatistics, expand_text_files, file_names

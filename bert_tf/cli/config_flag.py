@@ -8,7 +8,7 @@ the file that was read.
 
 Example (a tool's `define_flags`, then its checks):
     define_bert_config_file_flag("The model's bert_config.json.")
-    if problem := bert_config_file_problem():
+    if problem := bert_config_file_problem(FLAGS.bert_config_file):
         problems.append(problem)
 """
 
@@ -19,8 +19,7 @@ from absl import flags
 
 from bert_tf.cli.path_checks import input_file_problem
 from bert_tf.config import official_config_file, official_config_names
-
-FLAGS = flags.FLAGS
+from bert_tf.file_io import file_kind
 
 
 class _ConfigFileParser(flags.ArgumentParser):
@@ -43,22 +42,20 @@ def define_bert_config_file_flag(help_text):
                  serializer=flags.ArgumentSerializer())
 
 
-def bert_config_file_problem():
-    """What keeps --bert_config_file (when given) from being a config file to read, with the
-    shipped config a missing path may have meant; None if nothing does.
+def bert_config_file_problem(path):
+    """What keeps `path`, the value of --bert_config_file (None: not given), from being a config
+    file to read, with the shipped config a missing path may have meant; None if nothing does.
 
     Example:
-        >>> bert_config_file_problem()   # --bert_config_file=official_configs/bert_mini.json
+        >>> bert_config_file_problem("official_configs/bert_mini.json")   # not in the cwd
         '--bert_config_file official_configs/bert_mini.json does not exist; the shipped config
         of that name is --bert_config_file=bert_mini'
     """
-    path = FLAGS.bert_config_file
     problem = path and input_file_problem("bert_config_file", path)
-    if not problem or os.path.exists(path):
+    if not problem or file_kind(path) is not None:  # there, but not a readable file
         return problem
     names = official_config_names()
-    name = os.path.basename(path)
-    name = name[:-len(".json")] if name.endswith(".json") else name
+    name = os.path.basename(path).removesuffix(".json")
     if name in names:
         return f"{problem}; the shipped config of that name is --bert_config_file={name}"
     if name != path:  # a path, which was not meant as a name

@@ -38,7 +38,8 @@ def define_flags():
 def main():
     from bert_tf.checkpoints import convert_checkpoint
 
-    problems = [output_dir_problem("output_dir", FLAGS.output_dir), bert_config_file_problem()]
+    problems = [output_dir_problem("output_dir", FLAGS.output_dir),
+                bert_config_file_problem(FLAGS.bert_config_file)]
     if problems := [problem for problem in problems if problem]:
         raise app.UsageError("; ".join(problems))
     result = convert_checkpoint(FLAGS.checkpoint, FLAGS.output_dir, FLAGS.bert_config_file,

@@ -38,9 +38,9 @@ import time
 from absl import app, flags
 
 from bert_tf.cli.app import run_tool
-from bert_tf.cli.config_flag import bert_config_file_problem
 from bert_tf.cli.checkpoint_flags import (checkpoint_vocab_file_from_flags,
                                           define_checkpoint_flags, do_lower_case_from_flags)
+from bert_tf.cli.config_flag import bert_config_file_problem
 from bert_tf.data.tasks.squad_windows import (DEFAULT_DOC_STRIDE, DEFAULT_MAX_QUERY_LENGTH,
                                               DEFAULT_MAX_WINDOWS)
 from bert_tf.export.export_arguments import TASK_EXPORT_TYPES
@@ -130,7 +130,7 @@ def _check_flags():
         problems.append(f"--label_names names two classes alike: {','.join(FLAGS.label_names)}")
     problems += filter(None, [FLAGS.vocab_file and input_file_problem("vocab_file",
                                                                       FLAGS.vocab_file),
-                              bert_config_file_problem()])
+                              bert_config_file_problem(FLAGS.bert_config_file)])
     if not problems:  # --output_dir is a directory, or will be
         problems += filter(None, [_other_export_type_problem(), FLAGS.version and
                                   taken_version_problem(FLAGS.output_dir, FLAGS.version)])

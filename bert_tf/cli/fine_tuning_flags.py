@@ -116,7 +116,7 @@ def check_flags(data_flags, data_files=None, tool_problems=(), outputs=(), segme
     if not (init_checkpoint or FLAGS.bert_config_file):
         problems.append("--init_checkpoint (pre-trained weights) or at least --bert_config_file "
                         "is required")
-    elif problem := bert_config_file_problem():
+    elif problem := bert_config_file_problem(FLAGS.bert_config_file):
         problems.append(problem)
     if not (FLAGS.vocab_file or init_checkpoint):
         problems.append("--vocab_file is required without --init_checkpoint")

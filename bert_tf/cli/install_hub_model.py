@@ -46,7 +46,7 @@ def define_flags():
 def main():
     from bert_tf.hub import install_model
 
-    if problem := bert_config_file_problem():
+    if problem := bert_config_file_problem(FLAGS.bert_config_file):
         raise app.UsageError(problem)
     installed = install_model(
         FLAGS.init_checkpoint, name=FLAGS.name,

@@ -194,7 +194,7 @@ def _input_problems(job):
     problems = []
     if not job.bert_config_file:
         problems.append("--bert_config_file (the model's bert_config.json) is required")
-    elif problem := config_flag.bert_config_file_problem():
+    elif problem := config_flag.bert_config_file_problem(job.bert_config_file):
         problems.append(problem)
     if job.input_file and job.input_text_file:
         problems.append("--input_file (records) and --input_text_file (raw text) exclude each "
